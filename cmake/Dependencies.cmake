@@ -1,0 +1,18 @@
+# System dependencies, all from Debian packages (scripts/setup.sh installs them).
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(Threads REQUIRED)
+find_package(GTest REQUIRED)
+
+# OpenBLAS, OpenMP flavour (Debian libopenblas-openmp-dev): the CPU GEMM behind Linear,
+# LSTM and convolution. The OpenMP build runs single-threaded inside our own parallel
+# regions, so per-image GEMMs in a parallel loop do not oversubscribe the cores.
+set(_st_blas_hint ${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp)
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATHS /usr/include/${_st_blas_hint} NO_DEFAULT_PATH)
+find_library(OPENBLAS_LIBRARY NAMES openblas PATHS /usr/lib/${_st_blas_hint} NO_DEFAULT_PATH)
+if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
+  message(FATAL_ERROR "OpenBLAS (OpenMP build) not found: install libopenblas-openmp-dev "
+                      "(scripts/setup.sh does)")
+endif()
+add_library(st_openblas INTERFACE)
+target_include_directories(st_openblas INTERFACE ${OPENBLAS_INCLUDE_DIR})
+target_link_libraries(st_openblas INTERFACE ${OPENBLAS_LIBRARY})

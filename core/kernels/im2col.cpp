@@ -1,0 +1,73 @@
+#include "core/kernels/im2col.h"
+
+#include <cstring>
+
+namespace st::cpu {
+
+namespace {
+// Valid output columns [lo, hi) for kernel offset k: those whose input index
+// o*stride - pad + k lies inside [0, size).
+inline void valid_range(int64_t k, int64_t size, int64_t out, int64_t stride, int64_t pad,
+                        int64_t* lo, int64_t* hi) {
+  int64_t a = pad - k;  // need o*stride >= a
+  *lo = a <= 0 ? 0 : (a + stride - 1) / stride;
+  int64_t b = size + pad - k;  // need o*stride < b
+  *hi = b <= 0 ? 0 : (b + stride - 1) / stride;
+  if (*hi > out) *hi = out;
+  if (*lo > *hi) *lo = *hi;
+}
+}  // namespace
+
+void im2col(const float* image, const ConvGeometry& g, float* col) {
+  for (int64_t c = 0; c < g.c; ++c) {
+    const float* plane = image + c * g.h * g.w;
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      int64_t oy_lo, oy_hi;
+      valid_range(ky, g.h, g.oh, g.stride, g.pad, &oy_lo, &oy_hi);
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        int64_t ox_lo, ox_hi;
+        valid_range(kx, g.w, g.ow, g.stride, g.pad, &ox_lo, &ox_hi);
+        float* row = col + ((c * g.kh + ky) * g.kw + kx) * g.oh * g.ow;
+        std::memset(row, 0, sizeof(float) * oy_lo * g.ow);
+        for (int64_t oy = oy_lo; oy < oy_hi; ++oy) {
+          float* dst = row + oy * g.ow;
+          const float* src = plane + (oy * g.stride - g.pad + ky) * g.w - g.pad + kx;
+          for (int64_t ox = 0; ox < ox_lo; ++ox) dst[ox] = 0.0f;
+          if (g.stride == 1) {
+            std::memcpy(dst + ox_lo, src + ox_lo, sizeof(float) * (ox_hi - ox_lo));
+          } else {
+            for (int64_t ox = ox_lo; ox < ox_hi; ++ox) dst[ox] = src[ox * g.stride];
+          }
+          for (int64_t ox = ox_hi; ox < g.ow; ++ox) dst[ox] = 0.0f;
+        }
+        std::memset(row + oy_hi * g.ow, 0, sizeof(float) * (g.oh - oy_hi) * g.ow);
+      }
+    }
+  }
+}
+
+void col2im(const float* col, const ConvGeometry& g, float* image) {
+  for (int64_t c = 0; c < g.c; ++c) {
+    float* plane = image + c * g.h * g.w;
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      int64_t oy_lo, oy_hi;
+      valid_range(ky, g.h, g.oh, g.stride, g.pad, &oy_lo, &oy_hi);
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        int64_t ox_lo, ox_hi;
+        valid_range(kx, g.w, g.ow, g.stride, g.pad, &ox_lo, &ox_hi);
+        const float* row = col + ((c * g.kh + ky) * g.kw + kx) * g.oh * g.ow;
+        for (int64_t oy = oy_lo; oy < oy_hi; ++oy) {
+          const float* src = row + oy * g.ow;
+          float* dst = plane + (oy * g.stride - g.pad + ky) * g.w - g.pad + kx;
+          if (g.stride == 1) {
+            for (int64_t ox = ox_lo; ox < ox_hi; ++ox) dst[ox] += src[ox];
+          } else {
+            for (int64_t ox = ox_lo; ox < ox_hi; ++ox) dst[ox * g.stride] += src[ox];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace st::cpu

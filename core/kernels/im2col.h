@@ -1,0 +1,21 @@
+// im2col / col2im for one NCHW image (Chellapilla et al. 2006): unfold every
+// kernel-sized patch into a column so a convolution becomes one GEMM.
+// col has shape [C*KH*KW, OH*OW]; row (c, ky, kx), column (oy, ox).
+#pragma once
+
+#include <cstdint>
+
+namespace st::cpu {
+
+struct ConvGeometry {
+  int64_t c, h, w;      // input channels and size
+  int64_t kh, kw;       // kernel
+  int64_t stride, pad;  // same in both directions
+  int64_t oh, ow;       // output size
+};
+
+void im2col(const float* image, const ConvGeometry& g, float* col);
+// Accumulates (+=) the columns back into the image (which the caller zeroes).
+void col2im(const float* col, const ConvGeometry& g, float* image);
+
+}  // namespace st::cpu

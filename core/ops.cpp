@@ -1,0 +1,61 @@
+#include "core/ops.h"
+
+namespace st {
+
+namespace {
+void check_same(const char* op, const Tensor& a, const Tensor& b) {
+  ST_CHECK(a.shape() == b.shape() && a.device() == b.device(), op, ": operands differ: ", a.str(),
+           " vs ", b.str());
+}
+}  // namespace
+
+void add_inplace(Tensor& dst, const Tensor& src) {
+  check_same("add_inplace", dst, src);
+  const int64_t n = dst.numel();
+  float* d = dst.f32();
+  const float* s = src.f32();
+  if (dst.device().is_cuda()) {
+#ifdef SPARSETRAIN_WITH_CUDA
+    cuda::add_inplace(d, s, n);
+#endif
+    return;
+  }
+#pragma omp parallel for simd if (n > 32768) schedule(static)
+  for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  check_same("add", a, b);
+  Tensor out = a.clone();
+  add_inplace(out, b);
+  return out;
+}
+
+void scale_inplace(Tensor& x, float alpha) {
+  const int64_t n = x.numel();
+  float* p = x.f32();
+  if (x.device().is_cuda()) {
+#ifdef SPARSETRAIN_WITH_CUDA
+    cuda::scale_inplace(p, alpha, n);
+#endif
+    return;
+  }
+#pragma omp parallel for simd if (n > 32768) schedule(static)
+  for (int64_t i = 0; i < n; ++i) p[i] *= alpha;
+}
+
+double sum_squares(const Tensor& x) {
+  const int64_t n = x.numel();
+  const float* p = x.f32();
+  if (x.device().is_cuda()) {
+#ifdef SPARSETRAIN_WITH_CUDA
+    return cuda::sum_squares(p, n);
+#endif
+  }
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) if (n > 32768) schedule(static)
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
+  return s;
+}
+
+}  // namespace st

@@ -1,0 +1,26 @@
+// Device-generic tensor ops used by containers and optimisers. Each dispatches on the
+// tensor's device; CPU loops are OpenMP-parallel, CUDA versions live in core/cuda/ops.cu.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace st {
+
+// dst += src (same shape and device).
+void add_inplace(Tensor& dst, const Tensor& src);
+// dst = a + b.
+Tensor add(const Tensor& a, const Tensor& b);
+// x *= alpha.
+void scale_inplace(Tensor& x, float alpha);
+// Sum of squares, accumulated in double (for gradient-norm clipping and tests).
+double sum_squares(const Tensor& x);
+
+#ifdef SPARSETRAIN_WITH_CUDA
+namespace cuda {
+void add_inplace(float* dst, const float* src, int64_t n);
+void scale_inplace(float* x, float alpha, int64_t n);
+double sum_squares(const float* x, int64_t n);
+}  // namespace cuda
+#endif
+
+}  // namespace st

@@ -1,0 +1,34 @@
+// CPU parallelism: OpenMP for loops, OpenBLAS's own threads for GEMM. One knob
+// (set_num_threads) sets both so `--threads N` means N cores everywhere.
+#pragma once
+
+#include <cstdint>
+
+namespace st {
+
+void set_num_threads(int n);
+int num_threads();
+// Thin wrappers so headers need not include omp.h.
+int64_t omp_threads_in_team();
+int64_t omp_thread_id();
+
+// Runs fn(begin, end) over [0, n) split into contiguous chunks across threads.
+// Falls back to one call when n is below `grain`.
+template <typename Fn>
+void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
+  if (n <= 0) return;
+  if (n < grain) {
+    fn(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    int64_t nt = omp_threads_in_team();
+    int64_t t = omp_thread_id();
+    int64_t chunk = (n + nt - 1) / nt;
+    int64_t b = t * chunk, e = b + chunk < n ? b + chunk : n;
+    if (b < e) fn(b, e);
+  }
+}
+
+}  // namespace st

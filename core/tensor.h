@@ -1,0 +1,83 @@
+// Tensor: a contiguous row-major view (shape, dtype, byte offset) into shared Storage.
+// Copies between devices are explicit (to(), copy_from()); nothing synchronises behind
+// the caller's back. Views (reshape, slice) share storage, which is how parameters and
+// gradients live inside one flat buffer per bucket.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace st {
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  static Tensor full(const Shape& shape, float value, Device device = Device::cpu());
+  static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
+  static Tensor from_vector_i32(const std::vector<int32_t>& values, const Shape& shape);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int64_t dim(int i) const { return shape_[i]; }
+  int rank() const { return shape_.rank(); }
+  int64_t numel() const { return shape_.numel(); }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+  template <typename T>
+  T* data() {
+    check_dtype(dtype_of<T>());
+    return reinterpret_cast<T*>(raw());
+  }
+  template <typename T>
+  const T* data() const {
+    check_dtype(dtype_of<T>());
+    return reinterpret_cast<const T*>(raw());
+  }
+  float* f32() { return data<float>(); }
+  const float* f32() const { return data<float>(); }
+  void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
+
+  // Same storage, new shape with the same element count.
+  Tensor reshape(const Shape& shape) const;
+  // View of `shape.numel()` elements starting `offset` elements into this tensor.
+  Tensor slice_flat(int64_t offset, const Shape& shape) const;
+  // Do two tensors share the same storage?
+  bool shares_storage(const Tensor& o) const { return storage_ == o.storage_; }
+
+  Tensor to(Device device) const;  // explicit copy (or self when already there)
+  Tensor clone() const;
+  void copy_from(const Tensor& src);  // shapes must match; devices may differ
+  void zero();
+  void fill(float value);                // CPU float tensors; CUDA through a kernel in core/cuda
+  std::vector<float> to_vector() const;  // float32 copy on the host
+
+  // "float32[128, 16, 32, 32] on cpu"
+  std::string str() const;
+
+ private:
+  void check_dtype(DType want) const;
+
+  std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;  // bytes
+  Shape shape_;
+  DType dtype_ = DType::F32;
+  Device device_;
+};
+
+// Throws "<who>: expected <what> shape <want>, got <got>" when shapes differ.
+void check_shape(const char* who, const char* what, const Shape& want, const Shape& got);
+
+}  // namespace st

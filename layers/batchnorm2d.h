@@ -1,0 +1,41 @@
+// BatchNorm2d (Ioffe & Szegedy 2015) over NCHW: per-channel batch statistics in
+// training, running statistics in evaluation. Names follow PyTorch: weight, bias,
+// running_mean, running_var, num_batches_tracked.
+#pragma once
+
+#include "layers/layer.h"
+
+namespace st {
+
+class BatchNorm2d : public Layer {
+ public:
+  explicit BatchNorm2d(int64_t channels, float eps = 1e-5f, float momentum = 0.1f);
+  std::string describe() const override { return "BatchNorm2d(" + std::to_string(c_) + ")"; }
+  Param& weight() { return *gamma_; }
+  Param& bias() { return *beta_; }
+  Tensor& running_mean() { return mean_->value; }
+  Tensor& running_var() { return var_->value; }
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override;
+  Tensor backward_cpu(const Tensor& dy) override;
+#ifdef SPARSETRAIN_WITH_CUDA
+  Tensor forward_cuda(const Tensor& x) override;
+  Tensor backward_cuda(const Tensor& dy) override;
+#endif
+
+ private:
+  void check_input(const Tensor& x) const;
+  int64_t c_;
+  float eps_, momentum_;
+  Param* gamma_;
+  Param* beta_;
+  Buffer* mean_;
+  Buffer* var_;
+  Buffer* tracked_;
+  Tensor x_;
+  Tensor batch_mean_, batch_inv_std_;  // [C], saved for backward
+  bool used_batch_stats_ = true;
+};
+
+}  // namespace st

@@ -1,0 +1,46 @@
+// Conv2d over NCHW with square kernel, stride and zero padding; weight [Cout, Cin, K, K]
+// and optional bias (PyTorch names). CPU: im2col per image + OpenBLAS GEMM, images
+// split across threads; CUDA: cuDNN (layers/conv2d_cuda.cu).
+#pragma once
+
+#include "core/kernels/im2col.h"
+#include "core/rng.h"
+#include "layers/layer.h"
+
+namespace st {
+
+class Conv2d : public Layer {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride, int pad, bool bias,
+         Rng& rng);
+  std::string describe() const override;
+  Param& weight() { return *weight_; }
+  Param* bias() { return bias_; }
+  int64_t in_channels() const { return cin_; }
+  int64_t out_channels() const { return cout_; }
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override;
+  Tensor backward_cpu(const Tensor& dy) override;
+#ifdef SPARSETRAIN_WITH_CUDA
+  Tensor forward_cuda(const Tensor& x) override;
+  Tensor backward_cuda(const Tensor& dy) override;
+#endif
+
+ private:
+  cpu::ConvGeometry geometry(const Tensor& x) const;
+  // 1x1, stride 1, no padding: the image already is its own column matrix.
+  bool is_pointwise() const {
+    return k_ == 1 && stride_ == 1 && pad_ == 0;
+  }
+
+  int64_t cin_, cout_;
+  int k_, stride_, pad_;
+  Param* weight_;
+  Param* bias_ = nullptr;
+  Tensor x_;
+  cpu::ConvGeometry g_{};
+  std::shared_ptr<void> cuda_state_;  // cuDNN descriptors (CUDA build only)
+};
+
+}  // namespace st

@@ -1,0 +1,68 @@
+// Layer: the Caffe / llm.c contract. forward() caches what backward() needs;
+// backward() takes dL/dy, ACCUMULATES (+=) parameter gradients, calls
+// mark_grad_ready() on each parameter once its gradient is final, and returns dL/dx.
+// forward/backward dispatch on the input's device to the *_cpu or *_cuda overrides;
+// a layer without a CUDA override fails loudly on a CUDA tensor.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "layers/param.h"
+
+namespace st {
+
+class Layer;
+using ParamVisitor = std::function<void(const std::string& name, Param& p)>;
+using BufferVisitor = std::function<void(const std::string& name, Buffer& b)>;
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // Short type name for errors and traces, e.g. "Conv2d(16->32, k3, s2)".
+  virtual std::string describe() const = 0;
+
+  virtual Tensor forward(const Tensor& x);
+  virtual Tensor backward(const Tensor& dy);
+
+  // Visits own parameters/buffers with `prefix` prepended ("layer1.0.conv1." + "weight").
+  virtual void visit_params(const std::string& prefix, const ParamVisitor& fn);
+  virtual void visit_buffers(const std::string& prefix, const BufferVisitor& fn);
+  virtual void set_training(bool training) { training_ = training; }
+  bool training() const { return training_; }
+  // Moves parameters and buffers (values and gradients) to `device`.
+  void to(Device device);
+
+ protected:
+  virtual Tensor forward_cpu(const Tensor& x) = 0;
+  virtual Tensor backward_cpu(const Tensor& dy) = 0;
+  virtual Tensor forward_cuda(const Tensor& x);
+  virtual Tensor backward_cuda(const Tensor& dy);
+
+  // Registration of own parameters and buffers under their local names.
+  Param& add_param(const std::string& local_name, const Shape& shape, ParamKind kind);
+  Buffer& add_buffer(const std::string& local_name, const Tensor& value);
+  // Throws "<describe()>: expected <what> shape <want>, got <got>".
+  void expect_shape(const char* what, const Shape& want, const Shape& got) const;
+  void expect_rank(const Tensor& x, int rank, const char* layout) const;
+
+  bool training_ = true;
+
+ private:
+  // unique_ptr keeps addresses stable: Param& handed out stays valid.
+  std::vector<std::pair<std::string, std::unique_ptr<Param>>> params_;
+  std::vector<std::pair<std::string, std::unique_ptr<Buffer>>> buffers_;
+};
+
+using LayerPtr = std::unique_ptr<Layer>;
+
+// Every parameter of `model` in forward order, with full names filled in.
+std::vector<Param*> collect_params(Layer& model);
+std::vector<Buffer*> collect_buffers(Layer& model);
+int64_t count_params(Layer& model);
+
+}  // namespace st

@@ -1,0 +1,66 @@
+#include "layers/linear.h"
+
+#include <cmath>
+
+#include "core/kernels/blas.h"
+#include "layers/init.h"
+
+namespace st {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Rng& rng)
+    : in_(in_features), out_(out_features) {
+  ST_CHECK(in_features > 0 && out_features > 0, "Linear: features must be positive, got ",
+           in_features, " -> ", out_features);
+  weight_ = &add_param("weight", Shape{out_, in_}, ParamKind::Weight);
+  const float bound = 1.0f / std::sqrt(static_cast<float>(in_));
+  init::uniform(weight_->value, bound, rng);
+  if (bias) {
+    bias_ = &add_param("bias", Shape{out_}, ParamKind::Bias);
+    init::uniform(bias_->value, bound, rng);
+  }
+}
+
+std::string Linear::describe() const {
+  return "Linear(" + std::to_string(in_) + "->" + std::to_string(out_) + ")";
+}
+
+void Linear::check_input(const Tensor& x) const {
+  ST_CHECK(x.rank() == 2 && x.dim(1) == in_, describe(), ": expected input shape [N, ", in_,
+           "], got ", x.shape());
+}
+
+Tensor Linear::forward_cpu(const Tensor& x) {
+  check_input(x);
+  x_ = x;
+  const int64_t n = x.dim(0);
+  Tensor y = Tensor::empty(Shape{n, out_});
+  float* out = y.f32();
+  if (bias_) {
+    const float* b = bias_->value.f32();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < out_; ++j) out[i * out_ + j] = b[j];
+  }
+  cpu::gemm(false, true, n, out_, in_, 1.0f, x.f32(), weight_->value.f32(), bias_ ? 1.0f : 0.0f,
+            out);
+  return y;
+}
+
+Tensor Linear::backward_cpu(const Tensor& dy) {
+  const int64_t n = x_.dim(0);
+  expect_shape("gradient", Shape{n, out_}, dy.shape());
+  const float* g = dy.f32();
+  // dW += dy^T x ; db += sum_rows(dy) ; dx = dy W
+  cpu::gemm(true, false, out_, in_, n, 1.0f, g, x_.f32(), 1.0f, weight_->grad.f32());
+  weight_->mark_grad_ready();
+  if (bias_) {
+    float* db = bias_->grad.f32();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < out_; ++j) db[j] += g[i * out_ + j];
+    bias_->mark_grad_ready();
+  }
+  Tensor dx = Tensor::empty(x_.shape());
+  cpu::gemm(false, false, n, in_, out_, 1.0f, g, weight_->value.f32(), 0.0f, dx.f32());
+  return dx;
+}
+
+}  // namespace st

@@ -1,0 +1,32 @@
+// Linear: y = x W^T + b, with W [out, in] (PyTorch layout and names "weight", "bias").
+#pragma once
+
+#include "core/rng.h"
+#include "layers/layer.h"
+
+namespace st {
+
+class Linear : public Layer {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias, Rng& rng);
+  std::string describe() const override;
+  Param& weight() { return *weight_; }
+  Param* bias() { return bias_; }
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override;
+  Tensor backward_cpu(const Tensor& dy) override;
+#ifdef SPARSETRAIN_WITH_CUDA
+  Tensor forward_cuda(const Tensor& x) override;
+  Tensor backward_cuda(const Tensor& dy) override;
+#endif
+
+ private:
+  void check_input(const Tensor& x) const;
+  int64_t in_, out_;
+  Param* weight_;
+  Param* bias_ = nullptr;
+  Tensor x_;
+};
+
+}  // namespace st

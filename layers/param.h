@@ -1,0 +1,36 @@
+// Param: a trainable tensor, its gradient, and the "gradient ready" signal.
+// After flatten_params() both value and grad are views into flat buffers, so the
+// reducer reads gradients in place where backward wrote them.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace st {
+
+// Kind matters to the optimiser (weight decay is optionally skipped on norm and bias).
+enum class ParamKind { Weight, Bias, Norm };
+
+struct Param {
+  Tensor value;
+  Tensor grad;
+  ParamKind kind = ParamKind::Weight;
+  std::string name;  // full dotted name, e.g. "layer1.0.conv1.weight" (set by name_params)
+  int index = -1;    // position in forward (registration) order
+  // Called by the owning layer when `grad` is final for this backward pass.
+  std::function<void(Param&)> on_grad_ready;
+
+  void mark_grad_ready() {
+    if (on_grad_ready) on_grad_ready(*this);
+  }
+};
+
+// A persistent non-trainable tensor (BatchNorm running statistics).
+struct Buffer {
+  Tensor value;
+  std::string name;
+};
+
+}  // namespace st

@@ -1,0 +1,185 @@
+#include "layers/pooling.h"
+
+#include <cfloat>
+
+namespace st {
+
+namespace {
+PoolGeometry make_geometry(const Layer& layer, const Tensor& x, int k, int s, int p) {
+  ST_CHECK(x.rank() == 4, layer.describe(), ": expected a rank-4 input [N, C, H, W], got shape ",
+           x.shape());
+  PoolGeometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), 0, 0, k, s, p};
+  g.oh = (g.h + 2 * p - k) / s + 1;
+  g.ow = (g.w + 2 * p - k) / s + 1;
+  ST_CHECK(g.oh > 0 && g.ow > 0, layer.describe(), ": input shape ", x.shape(),
+           " is smaller than the kernel");
+  return g;
+}
+std::string pool_name(const char* type, int k, int s, int p) {
+  return std::string(type) + "(k" + std::to_string(k) + ", s" + std::to_string(s) + ", p" +
+         std::to_string(p) + ")";
+}
+}  // namespace
+
+MaxPool2d::MaxPool2d(int kernel, int stride, int pad)
+    : kernel_(kernel), stride_(stride), pad_(pad) {
+  ST_CHECK(kernel > 0 && stride > 0 && pad >= 0 && 2 * pad <= kernel,
+           "MaxPool2d: invalid kernel/stride/padding ", kernel, "/", stride, "/", pad);
+}
+std::string MaxPool2d::describe() const {
+  return pool_name("MaxPool2d", kernel_, stride_, pad_);
+}
+PoolGeometry MaxPool2d::geometry(const Tensor& x) const {
+  return make_geometry(*this, x, kernel_, stride_, pad_);
+}
+
+Tensor MaxPool2d::forward_cpu(const Tensor& x) {
+  g_ = geometry(x);
+  const PoolGeometry g = g_;
+  Tensor y = Tensor::empty(Shape{g.n, g.c, g.oh, g.ow});
+  argmax_ = Tensor::empty(y.shape(), DType::I32);
+  const float* in = x.f32();
+  float* out = y.f32();
+  int32_t* arg = argmax_.data<int32_t>();
+#pragma omp parallel for schedule(static)
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const float* xp = in + plane * g.h * g.w;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        float best = -FLT_MAX;
+        int32_t best_i = -1;
+        for (int ky = 0; ky < g.kernel; ++ky) {
+          int64_t iy = oy * g.stride - g.pad + ky;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int kx = 0; kx < g.kernel; ++kx) {
+            int64_t ix = ox * g.stride - g.pad + kx;
+            if (ix < 0 || ix >= g.w) continue;
+            float v = xp[iy * g.w + ix];
+            if (v > best || best_i < 0) {
+              best = v;
+              best_i = static_cast<int32_t>(iy * g.w + ix);
+            }
+          }
+        }
+        int64_t o = (plane * g.oh + oy) * g.ow + ox;
+        out[o] = best;
+        arg[o] = best_i;
+      }
+    }
+  }
+  return y;
+}
+
+Tensor MaxPool2d::backward_cpu(const Tensor& dy) {
+  const PoolGeometry g = g_;
+  expect_shape("gradient", Shape{g.n, g.c, g.oh, g.ow}, dy.shape());
+  Tensor dx = Tensor::zeros(Shape{g.n, g.c, g.h, g.w});
+  const float* gy = dy.f32();
+  const int32_t* arg = argmax_.data<int32_t>();
+  float* gx = dx.f32();
+#pragma omp parallel for schedule(static)
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    float* gp = gx + plane * g.h * g.w;
+    for (int64_t o = plane * g.oh * g.ow, e = o + g.oh * g.ow; o < e; ++o) gp[arg[o]] += gy[o];
+  }
+  return dx;
+}
+
+AvgPool2d::AvgPool2d(int kernel, int stride, int pad)
+    : kernel_(kernel), stride_(stride), pad_(pad) {
+  ST_CHECK(kernel > 0 && stride > 0 && pad >= 0 && 2 * pad <= kernel,
+           "AvgPool2d: invalid kernel/stride/padding ", kernel, "/", stride, "/", pad);
+}
+std::string AvgPool2d::describe() const {
+  return pool_name("AvgPool2d", kernel_, stride_, pad_);
+}
+PoolGeometry AvgPool2d::geometry(const Tensor& x) const {
+  return make_geometry(*this, x, kernel_, stride_, pad_);
+}
+
+Tensor AvgPool2d::forward_cpu(const Tensor& x) {
+  g_ = geometry(x);
+  const PoolGeometry g = g_;
+  Tensor y = Tensor::empty(Shape{g.n, g.c, g.oh, g.ow});
+  const float* in = x.f32();
+  float* out = y.f32();
+  const float inv = 1.0f / static_cast<float>(g.kernel * g.kernel);
+#pragma omp parallel for schedule(static)
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const float* xp = in + plane * g.h * g.w;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        float s = 0.0f;
+        for (int ky = 0; ky < g.kernel; ++ky) {
+          int64_t iy = oy * g.stride - g.pad + ky;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int kx = 0; kx < g.kernel; ++kx) {
+            int64_t ix = ox * g.stride - g.pad + kx;
+            if (ix >= 0 && ix < g.w) s += xp[iy * g.w + ix];
+          }
+        }
+        out[(plane * g.oh + oy) * g.ow + ox] = s * inv;
+      }
+    }
+  }
+  return y;
+}
+
+Tensor AvgPool2d::backward_cpu(const Tensor& dy) {
+  const PoolGeometry g = g_;
+  expect_shape("gradient", Shape{g.n, g.c, g.oh, g.ow}, dy.shape());
+  Tensor dx = Tensor::zeros(Shape{g.n, g.c, g.h, g.w});
+  const float* gy = dy.f32();
+  float* gx = dx.f32();
+  const float inv = 1.0f / static_cast<float>(g.kernel * g.kernel);
+#pragma omp parallel for schedule(static)
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    float* gp = gx + plane * g.h * g.w;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const float v = gy[(plane * g.oh + oy) * g.ow + ox] * inv;
+        for (int ky = 0; ky < g.kernel; ++ky) {
+          int64_t iy = oy * g.stride - g.pad + ky;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int kx = 0; kx < g.kernel; ++kx) {
+            int64_t ix = ox * g.stride - g.pad + kx;
+            if (ix >= 0 && ix < g.w) gp[iy * g.w + ix] += v;
+          }
+        }
+      }
+    }
+  }
+  return dx;
+}
+
+Tensor GlobalAvgPool2d::forward_cpu(const Tensor& x) {
+  expect_rank(x, 4, "[N, C, H, W]");
+  in_shape_ = x.shape();
+  const int64_t planes = x.dim(0) * x.dim(1), hw = x.dim(2) * x.dim(3);
+  Tensor y = Tensor::empty(Shape{x.dim(0), x.dim(1), 1, 1});
+  const float* in = x.f32();
+  float* out = y.f32();
+#pragma omp parallel for schedule(static) if (planes * hw > 32768)
+  for (int64_t p = 0; p < planes; ++p) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < hw; ++i) s += in[p * hw + i];
+    out[p] = s / static_cast<float>(hw);
+  }
+  return y;
+}
+
+Tensor GlobalAvgPool2d::backward_cpu(const Tensor& dy) {
+  expect_shape("gradient", Shape{in_shape_[0], in_shape_[1], 1, 1}, dy.shape());
+  const int64_t planes = in_shape_[0] * in_shape_[1], hw = in_shape_[2] * in_shape_[3];
+  Tensor dx = Tensor::empty(in_shape_);
+  const float* gy = dy.f32();
+  float* gx = dx.f32();
+#pragma omp parallel for schedule(static) if (planes * hw > 32768)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float v = gy[p] / static_cast<float>(hw);
+    for (int64_t i = 0; i < hw; ++i) gx[p * hw + i] = v;
+  }
+  return dx;
+}
+
+}  // namespace st

@@ -1,0 +1,88 @@
+#include "layers/sequential.h"
+
+#include "core/ops.h"
+
+namespace st {
+
+namespace {
+std::string child_prefix(const std::string& prefix, const std::string& name) {
+  return name.empty() ? prefix : prefix + name + ".";
+}
+}  // namespace
+
+Sequential& Sequential::add(const std::string& name, LayerPtr layer) {
+  ST_CHECK(layer != nullptr, "Sequential::add(", name, "): null layer");
+  children_.emplace_back(name, std::move(layer));
+  return *this;
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (auto& [name, layer] : children_) h = layer->forward(h);
+  return h;
+}
+
+Tensor Sequential::backward(const Tensor& dy) {
+  Tensor g = dy;
+  for (auto it = children_.rbegin(); it != children_.rend(); ++it) g = it->second->backward(g);
+  return g;
+}
+
+void Sequential::visit_params(const std::string& prefix, const ParamVisitor& fn) {
+  for (auto& [name, layer] : children_) layer->visit_params(child_prefix(prefix, name), fn);
+}
+
+void Sequential::visit_buffers(const std::string& prefix, const BufferVisitor& fn) {
+  for (auto& [name, layer] : children_) layer->visit_buffers(child_prefix(prefix, name), fn);
+}
+
+void Sequential::set_training(bool training) {
+  Layer::set_training(training);
+  for (auto& [name, layer] : children_) layer->set_training(training);
+}
+
+Residual::Residual(LayerPtr main, LayerPtr shortcut, std::string shortcut_name)
+    : main_(std::move(main)),
+      shortcut_(std::move(shortcut)),
+      shortcut_name_(std::move(shortcut_name)) {
+  ST_CHECK(main_ != nullptr, "Residual: null main branch");
+}
+
+Tensor Residual::forward(const Tensor& x) {
+  Tensor y = main_->forward(x);
+  Tensor s = shortcut_ ? shortcut_->forward(x) : x;
+  ST_CHECK(y.shape() == s.shape(), "Residual add: main branch gives shape ", y.shape(),
+           " but shortcut gives ", s.shape());
+  add_inplace(y, s);
+  return y;
+}
+
+Tensor Residual::backward(const Tensor& dy) {
+  // d(main + shortcut) = dy on both branches; their input gradients add.
+  Tensor dx = main_->backward(dy);
+  if (dx.shares_storage(dy)) dx = dx.clone();  // never accumulate into the caller's dy
+  if (shortcut_) {
+    add_inplace(dx, shortcut_->backward(dy));
+  } else {
+    add_inplace(dx, dy);
+  }
+  return dx;
+}
+
+void Residual::visit_params(const std::string& prefix, const ParamVisitor& fn) {
+  main_->visit_params(prefix, fn);
+  if (shortcut_) shortcut_->visit_params(child_prefix(prefix, shortcut_name_), fn);
+}
+
+void Residual::visit_buffers(const std::string& prefix, const BufferVisitor& fn) {
+  main_->visit_buffers(prefix, fn);
+  if (shortcut_) shortcut_->visit_buffers(child_prefix(prefix, shortcut_name_), fn);
+}
+
+void Residual::set_training(bool training) {
+  Layer::set_training(training);
+  main_->set_training(training);
+  if (shortcut_) shortcut_->set_training(training);
+}
+
+}  // namespace st

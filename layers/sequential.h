@@ -1,0 +1,57 @@
+// Containers: Sequential (a chain) and Residual (y = main(x) + shortcut(x), the
+// residual Add of He et al. 2016). Both only route tensors; the children do the math.
+#pragma once
+
+#include "layers/layer.h"
+
+namespace st {
+
+class Sequential : public Layer {
+ public:
+  // Appends a child. `name` becomes a path segment in parameter names; an empty name
+  // makes the child transparent (its parameters appear directly under this prefix).
+  Sequential& add(const std::string& name, LayerPtr layer);
+  Sequential& add(LayerPtr layer) {
+    return add(std::to_string(children_.size()), std::move(layer));
+  }
+  size_t size() const { return children_.size(); }
+  Layer& child(size_t i) { return *children_[i].second; }
+
+  std::string describe() const override { return "Sequential(" + std::to_string(size()) + ")"; }
+  Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
+  void visit_params(const std::string& prefix, const ParamVisitor& fn) override;
+  void visit_buffers(const std::string& prefix, const BufferVisitor& fn) override;
+  void set_training(bool training) override;
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override { return forward(x); }
+  Tensor backward_cpu(const Tensor& dy) override { return backward(dy); }
+
+ private:
+  std::vector<std::pair<std::string, LayerPtr>> children_;
+};
+
+class Residual : public Layer {
+ public:
+  // `main` is transparent in names; `shortcut` (nullptr = identity) is named
+  // `shortcut_name` ("downsample" in torchvision).
+  Residual(LayerPtr main, LayerPtr shortcut = nullptr, std::string shortcut_name = "downsample");
+
+  std::string describe() const override { return "Residual"; }
+  Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
+  void visit_params(const std::string& prefix, const ParamVisitor& fn) override;
+  void visit_buffers(const std::string& prefix, const BufferVisitor& fn) override;
+  void set_training(bool training) override;
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override { return forward(x); }
+  Tensor backward_cpu(const Tensor& dy) override { return backward(dy); }
+
+ private:
+  LayerPtr main_, shortcut_;
+  std::string shortcut_name_;
+};
+
+}  // namespace st

@@ -1,0 +1,84 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "core/device.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace st::test {
+namespace {
+
+TEST(Tensor, CpuStorageIs64ByteAligned) {
+  for (int n : {1, 3, 17, 1000}) {
+    Tensor t = Tensor::empty({n});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u) << n;
+  }
+}
+
+TEST(Tensor, ViewsShareStorage) {
+  Tensor flat = Tensor::zeros({10});
+  Tensor v = flat.slice_flat(4, {2, 3});
+  v.fill(2.0f);
+  std::vector<float> all = flat.to_vector();
+  EXPECT_EQ(all[3], 0.0f);
+  EXPECT_EQ(all[4], 2.0f);
+  EXPECT_EQ(all[9], 2.0f);
+  EXPECT_TRUE(v.shares_storage(flat));
+  EXPECT_THROW(flat.slice_flat(5, {6}), Error);
+}
+
+TEST(Tensor, DtypeChecked) {
+  Tensor t = Tensor::zeros({3}, DType::I64);
+  EXPECT_EQ(t.nbytes(), 24u);
+  EXPECT_THROW(t.data<float>(), Error);
+  EXPECT_NO_THROW(t.data<int64_t>());
+}
+
+TEST(Tensor, ReshapeNeedsSameCount) {
+  Tensor t = Tensor::zeros({2, 6});
+  EXPECT_EQ(t.reshape({3, 4}).shape(), Shape({3, 4}));
+  EXPECT_THROW(t.reshape({5}), Error);
+}
+
+TEST(Device, CpuAlwaysAvailableAndGpuRequestIsClear) {
+  EXPECT_TRUE(parse_device("cpu").is_cpu());
+  if (cuda_device_count() == 0) {
+    EXPECT_TRUE(parse_device("auto").is_cpu());
+    try {
+      parse_device("cuda");
+      FAIL() << "asking for a GPU that does not exist must throw";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(parse_device("tpu"), Error);
+}
+
+// Philox4x32-10 known-answer test from the Random123 distribution (kat_vectors):
+// counter = 0, key = 0 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8.
+TEST(Rng, PhiloxKnownAnswer) {
+  Philox4 c{{0, 0, 0, 0}};
+  Philox4 r = philox4x32(c, 0, 0);
+  EXPECT_EQ(r.v[0], 0x6627e8d5u);
+  EXPECT_EQ(r.v[1], 0xe169c58du);
+  EXPECT_EQ(r.v[2], 0xbc57ac4cu);
+  EXPECT_EQ(r.v[3], 0x9b00dbd8u);
+}
+
+TEST(Rng, UniformInRangeAndSeeded) {
+  Rng a(5), b(5), c(6);
+  double mean = 0;
+  for (int i = 0; i < 10000; ++i) {
+    float u = a.uniform();
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    mean += u;
+    EXPECT_EQ(u, b.uniform());
+  }
+  EXPECT_NEAR(mean / 10000, 0.5, 0.02);
+  EXPECT_NE(Rng(5).uniform(), c.uniform());
+}
+
+}  // namespace
+}  // namespace st::test

@@ -1,0 +1,82 @@
+// Hand-computed values: convolution, pooling, batch norm, loss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/pooling.h"
+#include "layers/softmax_cross_entropy.h"
+
+namespace st::test {
+namespace {
+
+void expect_values(const Tensor& t, const std::vector<float>& want, float tol = 1e-5f) {
+  std::vector<float> got = t.to_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+// Input 1..9 as a 3x3 image, 2x2 kernel [[1,0],[0,-1]], padding 1, stride 1 -> 4x4:
+// out(y,x) = in(y-1,x-1) - in(y,x) + bias 0.5, with zeros outside.
+TEST(KnownValues, Conv2dPadded) {
+  Rng rng(0);
+  Conv2d conv(1, 1, 2, 1, 1, true, rng);
+  conv.weight().value.copy_from(Tensor::from_vector({1, 0, 0, -1}, {1, 1, 2, 2}));
+  conv.bias()->value.fill(0.5f);
+  Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3});
+  Tensor y = conv.forward(x);
+  ASSERT_EQ(y.shape(), Shape({1, 1, 4, 4}));
+  expect_values(y, {-0.5f, -1.5f, -2.5f, 0.5f, -3.5f, -3.5f, -3.5f, 3.5f, -6.5f, -3.5f, -3.5f, 6.5f,
+                    0.5f, 7.5f, 8.5f, 9.5f});
+}
+
+// Two input channels, stride 2, no padding: a 2x2 sum over both channels.
+TEST(KnownValues, Conv2dStrideTwoChannels) {
+  Rng rng(0);
+  Conv2d conv(2, 1, 2, 2, 0, false, rng);
+  conv.weight().value.fill(1.0f);
+  std::vector<float> v(32);
+  for (int i = 0; i < 32; ++i) v[i] = static_cast<float>(i);
+  Tensor y = conv.forward(Tensor::from_vector(v, {1, 2, 4, 4}));
+  // block (0,0): channel 0 gives 0+1+4+5 = 10, channel 1 gives 16+17+20+21 = 74 -> 84
+  expect_values(y, {84, 100, 148, 164});
+}
+
+TEST(KnownValues, MaxAndAvgPool) {
+  Tensor x = Tensor::from_vector({1, 5, 2, 0, 3, 4, 8, 1, 0, 2, 6, 7, 9, 1, 3, 2}, {1, 1, 4, 4});
+  MaxPool2d mp(2, 2);
+  expect_values(mp.forward(x), {5, 8, 9, 7});
+  AvgPool2d ap(2, 2);
+  expect_values(ap.forward(x), {13 / 4.0f, 11 / 4.0f, 12 / 4.0f, 18 / 4.0f});
+  // The max-pool gradient goes to the arg-max only.
+  Tensor dx = mp.backward(Tensor::from_vector({1, 2, 3, 4}, {1, 1, 2, 2}));
+  expect_values(dx, {0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 3, 0, 0, 0});
+}
+
+TEST(KnownValues, BatchNormTrainAndRunningStats) {
+  BatchNorm2d bn(1, 0.0f, 0.5f);
+  Tensor x = Tensor::from_vector({1, 2, 3, 6}, {2, 1, 1, 2});  // mean 3, biased var 3.5
+  Tensor y = bn.forward(x);
+  const float s = 1.0f / std::sqrt(3.5f);
+  expect_values(y, {-2 * s, -1 * s, 0, 3 * s});
+  // running = 0.5*init + 0.5*batch; running_var uses the unbiased 14/3.
+  expect_values(bn.running_mean(), {1.5f});
+  expect_values(bn.running_var(), {0.5f + 0.5f * 14.0f / 3.0f});
+  bn.set_training(false);
+  Tensor z = bn.forward(Tensor::from_vector({1.5f}, {1, 1, 1, 1}));
+  expect_values(z, {0.0f});
+}
+
+TEST(KnownValues, SoftmaxCrossEntropyStableForHugeLogits) {
+  SoftmaxCrossEntropy loss;
+  Tensor logits = Tensor::from_vector({1000, 0, -1000, 1e4f, 1e4f, 0}, {2, 3});
+  float l = loss.forward(logits, Tensor::from_vector_i32({0, 1}, {2}));
+  // Row 0: log(1 + e^-1000 + ...) ~ 0; row 1: log 2.
+  EXPECT_NEAR(l, std::log(2.0f) / 2, 1e-5f);
+  EXPECT_TRUE(std::isfinite(l));
+  EXPECT_EQ(loss.correct(), 1);  // row 1 ties at 1e4: the first index wins, as torch.argmax
+}
+
+}  // namespace
+}  // namespace st::test

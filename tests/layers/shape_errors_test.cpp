@@ -1,0 +1,56 @@
+// A wrong shape names the layer and both shapes.
+#include <gtest/gtest.h>
+
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/linear.h"
+#include "layers/relu.h"
+
+namespace st::test {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ShapeErrors, Conv2dWrongChannels) {
+  Rng rng(0);
+  Conv2d conv(3, 16, 3, 1, 1, false, rng);
+  std::string msg = error_of([&] { conv.forward(Tensor::zeros({2, 4, 8, 8})); });
+  EXPECT_NE(msg.find("Conv2d(3->16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[N, 3, H, W]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 4, 8, 8]"), std::string::npos) << msg;
+}
+
+TEST(ShapeErrors, LinearWrongFeatures) {
+  Rng rng(0);
+  Linear fc(10, 5, true, rng);
+  std::string msg = error_of([&] { fc.forward(Tensor::zeros({4, 9})); });
+  EXPECT_NE(msg.find("Linear(10->5)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[N, 10]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[4, 9]"), std::string::npos) << msg;
+}
+
+TEST(ShapeErrors, BackwardGradientShape) {
+  ReLU relu;
+  relu.forward(Tensor::zeros({2, 3}));
+  std::string msg = error_of([&] { relu.backward(Tensor::zeros({3, 2})); });
+  EXPECT_NE(msg.find("ReLU"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[3, 2]"), std::string::npos) << msg;
+}
+
+TEST(ShapeErrors, BatchNormWrongRank) {
+  BatchNorm2d bn(4);
+  std::string msg = error_of([&] { bn.forward(Tensor::zeros({2, 4})); });
+  EXPECT_NE(msg.find("BatchNorm2d(4)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 4]"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace st::test

@@ -1,6 +1,8 @@
 #include "layers/conv2d.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "core/kernels/blas.h"
@@ -39,44 +41,110 @@ cpu::ConvGeometry Conv2d::geometry(const Tensor& x) const {
   return g;
 }
 
+namespace {
+// Per-thread scratch reused across calls: no allocation and no zero-fill on the hot
+// path (every element is written before it is read).
+float* scratch(int slot, int64_t floats) {
+  thread_local std::vector<float> buffers[3];
+  std::vector<float>& b = buffers[slot];
+  if (static_cast<int64_t>(b.size()) < floats) b.resize(floats);
+  return b.data();
+}
+}  // namespace
+
+// Images per GEMM: enough columns that the GEMM runs near peak, few enough that the
+// column buffer stays within the per-core L2 cache (measured with bench/conv_bench).
+int64_t Conv2d::images_per_gemm(const cpu::ConvGeometry& g) const {
+  const int64_t ohw = g.oh * g.ow, ckk = cin_ * k_ * k_;
+  const int64_t by_cols = std::max<int64_t>(1, (kTargetColumns + ohw - 1) / ohw);
+  const int64_t by_cache = std::max<int64_t>(1, kColumnBufferBytes / (4 * ckk * ohw));
+  return std::min(by_cols, by_cache);
+}
+
+void Conv2d::set_cpu_algo(CpuConvAlgo algo) {
+  ST_CHECK(algo != CpuConvAlgo::OneDnn || cpu::onednn_built(), describe(),
+           ": oneDNN requested but this build has no oneDNN (install libdnnl-dev)");
+  algo_ = algo;
+  onednn_.reset();
+}
+
 Tensor Conv2d::forward_cpu(const Tensor& x) {
   g_ = geometry(x);
   x_ = x;
+  if (algo_ == CpuConvAlgo::Im2col || !cpu::onednn_built()) {
+    onednn_.reset();
+    return forward_im2col(x);
+  }
+  const int64_t n = x.dim(0);
+  if (!onednn_ || !onednn_->matches(n, g_))
+    onednn_ = std::make_unique<cpu::OneDnnConv>(n, cout_, g_, bias_ != nullptr);
+  Tensor y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow});
+  onednn_->forward(x.f32(), weight_->value.f32(), bias_ ? bias_->value.f32() : nullptr, y.f32());
+  return y;
+}
+
+Tensor Conv2d::backward_cpu(const Tensor& dy) {
+  expect_shape("gradient", Shape{x_.dim(0), cout_, g_.oh, g_.ow}, dy.shape());
+  if (!onednn_) return backward_im2col(dy);
+  Tensor dx = Tensor::empty(x_.shape());
+  onednn_->backward(x_.f32(), weight_->value.f32(), dy.f32(), weight_->grad.f32(),
+                    bias_ ? bias_->grad.f32() : nullptr, dx.f32());
+  weight_->mark_grad_ready();
+  if (bias_) bias_->mark_grad_ready();
+  return dx;
+}
+
+Tensor Conv2d::forward_im2col(const Tensor& x) {
   const cpu::ConvGeometry g = g_;
-  const int64_t n = x.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_;
+  const int64_t n = x.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_, chw = cin_ * g.h * g.w;
   Tensor y = Tensor::empty(Shape{n, cout_, g.oh, g.ow});
   const float* in = x.f32();
   const float* w = weight_->value.f32();
   const float* b = bias_ ? bias_->value.f32() : nullptr;
   float* out = y.f32();
   const bool pointwise = is_pointwise();
-  // Each thread owns a run of images and one column buffer.
+  const int64_t chunk = images_per_gemm(g);
+  // Each thread takes a run of images; `chunk` images share one column matrix
+  // [CKK, chunk*OHW] and one GEMM, whose [Cout, chunk*OHW] result is then copied
+  // to the NCHW output image by image.
   parallel_for(n, 2, [&](int64_t begin, int64_t end) {
-    std::vector<float> col(pointwise ? 0 : ckk * ohw);
-    for (int64_t i = begin; i < end; ++i) {
-      const float* xi = in + i * cin_ * g.h * g.w;
-      float* yi = out + i * cout_ * ohw;
-      if (!pointwise) cpu::im2col(xi, g, col.data());
-      cpu::gemm(false, false, cout_, ohw, ckk, 1.0f, w, pointwise ? xi : col.data(), 0.0f, yi);
-      if (b) {
-        for (int64_t c = 0; c < cout_; ++c)
-          for (int64_t j = 0; j < ohw; ++j) yi[c * ohw + j] += b[c];
+    float* col = scratch(0, ckk * chunk * ohw);
+    float* res = scratch(1, cout_ * chunk * ohw);
+    for (int64_t i0 = begin; i0 < end; i0 += chunk) {
+      const int64_t nb = std::min(chunk, end - i0), ld = nb * ohw;
+      for (int64_t j = 0; j < nb; ++j) {
+        const float* xi = in + (i0 + j) * chw;
+        if (pointwise) {
+          for (int64_t c = 0; c < cin_; ++c)
+            std::copy(xi + c * ohw, xi + (c + 1) * ohw, col + c * ld + j * ohw);
+        } else {
+          cpu::im2col(xi, g, col + j * ohw, ld);
+        }
+      }
+      cpu::gemm(false, false, cout_, ld, ckk, 1.0f, w, col, 0.0f, res);
+      for (int64_t j = 0; j < nb; ++j) {
+        float* yi = out + (i0 + j) * cout_ * ohw;
+        for (int64_t c = 0; c < cout_; ++c) {
+          const float* r = res + c * ld + j * ohw;
+          const float bc = b ? b[c] : 0.0f;
+          for (int64_t p = 0; p < ohw; ++p) yi[c * ohw + p] = r[p] + bc;
+        }
       }
     }
   });
   return y;
 }
 
-Tensor Conv2d::backward_cpu(const Tensor& dy) {
+Tensor Conv2d::backward_im2col(const Tensor& dy) {
   const cpu::ConvGeometry g = g_;
   const int64_t n = x_.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_, chw = cin_ * g.h * g.w;
-  expect_shape("gradient", Shape{n, cout_, g.oh, g.ow}, dy.shape());
   Tensor dx = Tensor::empty(x_.shape());
   const float* in = x_.f32();
   const float* gy = dy.f32();
   const float* w = weight_->value.f32();
   float* gx = dx.f32();
   const bool pointwise = is_pointwise();
+  const int64_t chunk = images_per_gemm(g);
   const int threads = num_threads();
   // Per-thread partial weight/bias gradients, summed after the parallel loop.
   std::vector<std::vector<float>> dw_part(threads), db_part(threads);
@@ -85,28 +153,42 @@ Tensor Conv2d::backward_cpu(const Tensor& dy) {
     std::vector<float>& dw = dw_part[t];
     dw.assign(cout_ * ckk, 0.0f);
     if (bias_) db_part[t].assign(cout_, 0.0f);
-    std::vector<float> col(pointwise ? 0 : ckk * ohw), dcol(pointwise ? 0 : ckk * ohw);
-    for (int64_t i = begin; i < end; ++i) {
-      const float* xi = in + i * chw;
-      const float* gyi = gy + i * cout_ * ohw;
-      float* gxi = gx + i * chw;
-      if (!pointwise) cpu::im2col(xi, g, col.data());
-      // dW += dy_i [Cout, OHW] * col_i^T [OHW, CKK]
-      cpu::gemm(false, true, cout_, ckk, ohw, 1.0f, gyi, pointwise ? xi : col.data(), 1.0f,
-                dw.data());
-      // dcol = W^T [CKK, Cout] * dy_i [Cout, OHW]; col2im scatters it into dx_i.
-      if (pointwise) {
-        cpu::gemm(true, false, ckk, ohw, cout_, 1.0f, w, gyi, 0.0f, gxi);
-      } else {
-        cpu::gemm(true, false, ckk, ohw, cout_, 1.0f, w, gyi, 0.0f, dcol.data());
-        std::fill(gxi, gxi + chw, 0.0f);
-        cpu::col2im(dcol.data(), g, gxi);
+    float* col = scratch(0, ckk * chunk * ohw);
+    float* dcol = scratch(1, ckk * chunk * ohw);
+    float* gyc = scratch(2, cout_ * chunk * ohw);
+    for (int64_t i0 = begin; i0 < end; i0 += chunk) {
+      const int64_t nb = std::min(chunk, end - i0), ld = nb * ohw;
+      for (int64_t j = 0; j < nb; ++j) {
+        const float* xi = in + (i0 + j) * chw;
+        const float* gyi = gy + (i0 + j) * cout_ * ohw;
+        if (pointwise) {
+          for (int64_t c = 0; c < cin_; ++c)
+            std::copy(xi + c * ohw, xi + (c + 1) * ohw, col + c * ld + j * ohw);
+        } else {
+          cpu::im2col(xi, g, col + j * ohw, ld);
+        }
+        for (int64_t c = 0; c < cout_; ++c)
+          std::copy(gyi + c * ohw, gyi + (c + 1) * ohw, gyc + c * ld + j * ohw);
+      }
+      // dW += dY [Cout, ld] * col^T [ld, CKK]
+      cpu::gemm(false, true, cout_, ckk, ld, 1.0f, gyc, col, 1.0f, dw.data());
+      // dcol = W^T [CKK, Cout] * dY [Cout, ld]; col2im scatters it into each dx image.
+      cpu::gemm(true, false, ckk, ld, cout_, 1.0f, w, gyc, 0.0f, dcol);
+      for (int64_t j = 0; j < nb; ++j) {
+        float* gxi = gx + (i0 + j) * chw;
+        if (pointwise) {
+          for (int64_t c = 0; c < cin_; ++c)
+            std::copy(dcol + c * ld + j * ohw, dcol + c * ld + (j + 1) * ohw, gxi + c * ohw);
+        } else {
+          std::fill(gxi, gxi + chw, 0.0f);
+          cpu::col2im(dcol + j * ohw, g, gxi, ld);
+        }
       }
       if (bias_) {
         float* db = db_part[t].data();
         for (int64_t c = 0; c < cout_; ++c) {
           float s = 0.0f;
-          for (int64_t j = 0; j < ohw; ++j) s += gyi[c * ohw + j];
+          for (int64_t p = 0; p < ld; ++p) s += gyc[c * ld + p];
           db[c] += s;
         }
       }

@@ -3,11 +3,15 @@
 // split across threads; CUDA: cuDNN (layers/conv2d_cuda.cu).
 #pragma once
 
+#include "core/kernels/conv_onednn.h"
 #include "core/kernels/im2col.h"
 #include "core/rng.h"
 #include "layers/layer.h"
 
 namespace st {
+
+// CPU algorithm: oneDNN where built (default), or the im2col + GEMM reference.
+enum class CpuConvAlgo { Auto, Im2col, OneDnn };
 
 class Conv2d : public Layer {
  public:
@@ -18,6 +22,7 @@ class Conv2d : public Layer {
   Param* bias() { return bias_; }
   int64_t in_channels() const { return cin_; }
   int64_t out_channels() const { return cout_; }
+  void set_cpu_algo(CpuConvAlgo algo);
 
  protected:
   Tensor forward_cpu(const Tensor& x) override;
@@ -33,6 +38,11 @@ class Conv2d : public Layer {
   bool is_pointwise() const {
     return k_ == 1 && stride_ == 1 && pad_ == 0;
   }
+  Tensor forward_im2col(const Tensor& x);
+  Tensor backward_im2col(const Tensor& dy);
+  int64_t images_per_gemm(const cpu::ConvGeometry& g) const;
+  static constexpr int64_t kTargetColumns = 4096;
+  static constexpr int64_t kColumnBufferBytes = 1 << 20;
 
   int64_t cin_, cout_;
   int k_, stride_, pad_;
@@ -40,7 +50,9 @@ class Conv2d : public Layer {
   Param* bias_ = nullptr;
   Tensor x_;
   cpu::ConvGeometry g_{};
-  std::shared_ptr<void> cuda_state_;  // cuDNN descriptors (CUDA build only)
+  CpuConvAlgo algo_ = CpuConvAlgo::Auto;
+  std::unique_ptr<cpu::OneDnnConv> onednn_;  // primitives for the last input shape
+  std::shared_ptr<void> cuda_state_;         // cuDNN descriptors (CUDA build only)
 };
 
 }  // namespace st

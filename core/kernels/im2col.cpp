@@ -18,7 +18,7 @@ inline void valid_range(int64_t k, int64_t size, int64_t out, int64_t stride, in
 }
 }  // namespace
 
-void im2col(const float* image, const ConvGeometry& g, float* col) {
+void im2col(const float* image, const ConvGeometry& g, float* col, int64_t ld) {
   for (int64_t c = 0; c < g.c; ++c) {
     const float* plane = image + c * g.h * g.w;
     for (int64_t ky = 0; ky < g.kh; ++ky) {
@@ -27,7 +27,7 @@ void im2col(const float* image, const ConvGeometry& g, float* col) {
       for (int64_t kx = 0; kx < g.kw; ++kx) {
         int64_t ox_lo, ox_hi;
         valid_range(kx, g.w, g.ow, g.stride, g.pad, &ox_lo, &ox_hi);
-        float* row = col + ((c * g.kh + ky) * g.kw + kx) * g.oh * g.ow;
+        float* row = col + ((c * g.kh + ky) * g.kw + kx) * ld;
         std::memset(row, 0, sizeof(float) * oy_lo * g.ow);
         for (int64_t oy = oy_lo; oy < oy_hi; ++oy) {
           float* dst = row + oy * g.ow;
@@ -46,7 +46,7 @@ void im2col(const float* image, const ConvGeometry& g, float* col) {
   }
 }
 
-void col2im(const float* col, const ConvGeometry& g, float* image) {
+void col2im(const float* col, const ConvGeometry& g, float* image, int64_t ld) {
   for (int64_t c = 0; c < g.c; ++c) {
     float* plane = image + c * g.h * g.w;
     for (int64_t ky = 0; ky < g.kh; ++ky) {
@@ -55,7 +55,7 @@ void col2im(const float* col, const ConvGeometry& g, float* image) {
       for (int64_t kx = 0; kx < g.kw; ++kx) {
         int64_t ox_lo, ox_hi;
         valid_range(kx, g.w, g.ow, g.stride, g.pad, &ox_lo, &ox_hi);
-        const float* row = col + ((c * g.kh + ky) * g.kw + kx) * g.oh * g.ow;
+        const float* row = col + ((c * g.kh + ky) * g.kw + kx) * ld;
         for (int64_t oy = oy_lo; oy < oy_hi; ++oy) {
           const float* src = row + oy * g.ow;
           float* dst = plane + (oy * g.stride - g.pad + ky) * g.w - g.pad + kx;

@@ -14,8 +14,10 @@ struct ConvGeometry {
   int64_t oh, ow;       // output size
 };
 
-void im2col(const float* image, const ConvGeometry& g, float* col);
+// `ld` is the row stride of col (>= OH*OW), so several images can sit side by side
+// in one column matrix [C*KH*KW, images*OH*OW] and share one large GEMM.
+void im2col(const float* image, const ConvGeometry& g, float* col, int64_t ld);
 // Accumulates (+=) the columns back into the image (which the caller zeroes).
-void col2im(const float* col, const ConvGeometry& g, float* image);
+void col2im(const float* col, const ConvGeometry& g, float* image, int64_t ld);
 
 }  // namespace st::cpu

@@ -20,34 +20,33 @@ Tensor input(const Shape& s, uint64_t seed = 7) {
   return random_tensor(s, rng);
 }
 
+// Every convolution case runs on both CPU algorithms: the im2col + GEMM reference and
+// oneDNN (when built).
+void check_conv(int cin, int cout, int k, int stride, int pad, bool bias, const Shape& in) {
+  for (CpuConvAlgo algo : {CpuConvAlgo::Im2col, CpuConvAlgo::OneDnn}) {
+    if (algo == CpuConvAlgo::OneDnn && !cpu::onednn_built()) continue;
+    SCOPED_TRACE(algo == CpuConvAlgo::Im2col ? "im2col" : "oneDNN");
+    Rng rng(cin * 100 + cout);
+    Conv2d conv(cin, cout, k, stride, pad, bias, rng);
+    conv.set_cpu_algo(algo);
+    check_layer_gradients(conv, input(in));
+  }
+}
+
 TEST(GradCheck, Conv2d3x3Stride1PadBias) {
-  Rng rng(1);
-  Conv2d conv(3, 4, 3, 1, 1, true, rng);
-  check_layer_gradients(conv, input({2, 3, 6, 6}));
+  check_conv(3, 4, 3, 1, 1, true, {2, 3, 6, 6});
 }
-
 TEST(GradCheck, Conv2d3x3Stride2NoBias) {
-  Rng rng(2);
-  Conv2d conv(4, 5, 3, 2, 1, false, rng);
-  check_layer_gradients(conv, input({2, 4, 7, 7}));
+  check_conv(4, 5, 3, 2, 1, false, {2, 4, 7, 7});
 }
-
 TEST(GradCheck, Conv2d1x1Pointwise) {
-  Rng rng(3);
-  Conv2d conv(4, 3, 1, 1, 0, true, rng);
-  check_layer_gradients(conv, input({3, 4, 5, 5}));
+  check_conv(4, 3, 1, 1, 0, true, {3, 4, 5, 5});
 }
-
 TEST(GradCheck, Conv2d1x1Stride2) {
-  Rng rng(4);
-  Conv2d conv(4, 6, 1, 2, 0, false, rng);
-  check_layer_gradients(conv, input({2, 4, 6, 6}));
+  check_conv(4, 6, 1, 2, 0, false, {2, 4, 6, 6});
 }
-
 TEST(GradCheck, Conv2d7x7Stride2Pad3) {
-  Rng rng(5);
-  Conv2d conv(2, 3, 7, 2, 3, false, rng);
-  check_layer_gradients(conv, input({2, 2, 9, 9}));
+  check_conv(2, 3, 7, 2, 3, false, {2, 2, 9, 9});
 }
 
 TEST(GradCheck, BatchNorm2dTrain) {

@@ -1,0 +1,192 @@
+#include "core/kernels/conv_onednn.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+
+namespace st::cpu {
+
+bool onednn_built() {
+  return true;
+}
+
+namespace {
+using dnnl::memory;
+using tag = memory::format_tag;
+constexpr auto f32 = memory::data_type::f32;
+
+// Memory in the primitive's preferred layout, fed from (or drained to) a user buffer
+// in plain layout; the reorder is skipped when the layouts already agree.
+struct Staged {
+  memory user, internal;
+  bool needs_reorder = false;
+  void bind(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng) {
+    user = memory(user_md, eng, DNNL_MEMORY_NONE);
+    needs_reorder = want != user_md;
+    internal = needs_reorder ? memory(want, eng) : user;
+  }
+  void set(const void* p) {
+    user.set_data_handle(const_cast<void*>(p));
+    if (!needs_reorder) internal = user;
+  }
+  void in(dnnl::stream& s) {
+    if (needs_reorder) dnnl::reorder(user, internal).execute(s, user, internal);
+  }
+  void out(dnnl::stream& s) {
+    if (needs_reorder) dnnl::reorder(internal, user).execute(s, internal, user);
+  }
+};
+}  // namespace
+
+struct OneDnnConv::Impl {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  int64_t batch;
+  ConvGeometry g;
+  int64_t cout;
+  bool has_bias;
+  dnnl::convolution_forward fwd;
+  dnnl::convolution_backward_data bwd_data;
+  dnnl::convolution_backward_weights bwd_weights;
+  Staged src, wei, dst;                       // forward
+  Staged wei_d, diff_dst_d, diff_src;         // backward data
+  Staged src_w, diff_dst_w, diff_wei;         // backward weights
+  bool reuse_wei = false, reuse_src = false;  // backward layouts equal forward's
+  bool reuse_diff_dst = false;                // both backward passes want one layout
+  memory bias_mem, diff_bias_mem;
+  std::vector<float> dw_tmp, db_tmp;
+};
+
+OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.batch = batch;
+  m.g = g;
+  m.cout = out_channels;
+  m.has_bias = bias;
+  const memory::dims src_dims{batch, g.c, g.h, g.w}, wei_dims{out_channels, g.c, g.kh, g.kw},
+      dst_dims{batch, out_channels, g.oh, g.ow}, bias_dims{out_channels},
+      strides{g.stride, g.stride}, pad{g.pad, g.pad};
+  // Right padding so that (h + pl + pr - k)/s + 1 == oh exactly.
+  const memory::dims pad_r{(g.oh - 1) * g.stride + g.kh - g.h - g.pad,
+                           (g.ow - 1) * g.stride + g.kw - g.w - g.pad};
+  const memory::desc src_any(src_dims, f32, tag::any), wei_any(wei_dims, f32, tag::any),
+      dst_any(dst_dims, f32, tag::any), bias_md(bias_dims, f32, tag::x);
+  const memory::desc src_user(src_dims, f32, tag::nchw), wei_user(wei_dims, f32, tag::oihw),
+      dst_user(dst_dims, f32, tag::nchw);
+
+  auto fwd_desc = bias ? dnnl::convolution_forward::desc(
+                             dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                             src_any, wei_any, bias_md, dst_any, strides, pad, pad_r)
+                       : dnnl::convolution_forward::desc(
+                             dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                             src_any, wei_any, dst_any, strides, pad, pad_r);
+  dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, m.eng);
+  dnnl::convolution_backward_data::primitive_desc bwd_data_pd(
+      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_any, wei_any,
+                                            dst_any, strides, pad, pad_r),
+      m.eng, fwd_pd);
+  auto bwd_w_desc =
+      bias
+          ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any,
+                                                     wei_any, bias_md, dst_any, strides, pad, pad_r)
+          : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any,
+                                                     wei_any, dst_any, strides, pad, pad_r);
+  dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, m.eng, fwd_pd);
+
+  m.fwd = dnnl::convolution_forward(fwd_pd);
+  m.bwd_data = dnnl::convolution_backward_data(bwd_data_pd);
+  m.bwd_weights = dnnl::convolution_backward_weights(bwd_w_pd);
+  m.src.bind(src_user, fwd_pd.src_desc(), m.eng);
+  m.wei.bind(wei_user, fwd_pd.weights_desc(), m.eng);
+  m.dst.bind(dst_user, fwd_pd.dst_desc(), m.eng);
+  m.wei_d.bind(wei_user, bwd_data_pd.weights_desc(), m.eng);
+  m.diff_dst_d.bind(dst_user, bwd_data_pd.diff_dst_desc(), m.eng);
+  m.diff_src.bind(src_user, bwd_data_pd.diff_src_desc(), m.eng);
+  m.src_w.bind(src_user, bwd_w_pd.src_desc(), m.eng);
+  m.diff_dst_w.bind(dst_user, bwd_w_pd.diff_dst_desc(), m.eng);
+  m.diff_wei.bind(wei_user, bwd_w_pd.diff_weights_desc(), m.eng);
+  m.reuse_src = bwd_w_pd.src_desc() == fwd_pd.src_desc();
+  m.reuse_wei = bwd_data_pd.weights_desc() == fwd_pd.weights_desc();
+  m.reuse_diff_dst = bwd_w_pd.diff_dst_desc() == bwd_data_pd.diff_dst_desc();
+  m.dw_tmp.resize(out_channels * g.c * g.kh * g.kw);
+  if (bias) {
+    m.bias_mem = memory(bias_md, m.eng, DNNL_MEMORY_NONE);
+    m.db_tmp.resize(out_channels);
+    m.diff_bias_mem = memory(bias_md, m.eng, m.db_tmp.data());
+  }
+}
+
+OneDnnConv::~OneDnnConv() = default;
+
+bool OneDnnConv::matches(int64_t batch, const ConvGeometry& g) const {
+  const ConvGeometry& h = impl_->g;
+  return batch == impl_->batch && g.c == h.c && g.h == h.h && g.w == h.w && g.kh == h.kh &&
+         g.stride == h.stride && g.pad == h.pad;
+}
+
+void OneDnnConv::forward(const float* x, const float* w, const float* b, float* y) {
+  Impl& m = *impl_;
+  m.src.set(x);
+  m.wei.set(w);
+  m.dst.set(y);
+  m.src.in(m.strm);
+  m.wei.in(m.strm);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, m.src.internal},
+                                       {DNNL_ARG_WEIGHTS, m.wei.internal},
+                                       {DNNL_ARG_DST, m.dst.internal}};
+  if (m.has_bias) {
+    m.bias_mem.set_data_handle(const_cast<float*>(b));
+    args[DNNL_ARG_BIAS] = m.bias_mem;
+  }
+  m.fwd.execute(m.strm, args);
+  m.dst.out(m.strm);
+  m.strm.wait();
+}
+
+void OneDnnConv::backward(const float* x, const float* w, const float* dy, float* dw, float* db,
+                          float* dx) {
+  Impl& m = *impl_;
+  // Where backward wants the forward's layouts, the forward's reordered source and
+  // weights are still valid (parameters do not change between forward and backward).
+  memory wei = m.wei.internal, src = m.src.internal;
+  if (!m.reuse_wei) {
+    m.wei_d.set(w);
+    m.wei_d.in(m.strm);
+    wei = m.wei_d.internal;
+  }
+  if (!m.reuse_src) {
+    m.src_w.set(x);
+    m.src_w.in(m.strm);
+    src = m.src_w.internal;
+  }
+  m.diff_dst_d.set(dy);
+  m.diff_dst_d.in(m.strm);
+  m.diff_src.set(dx);
+  m.bwd_data.execute(m.strm, {{DNNL_ARG_DIFF_DST, m.diff_dst_d.internal},
+                              {DNNL_ARG_WEIGHTS, wei},
+                              {DNNL_ARG_DIFF_SRC, m.diff_src.internal}});
+  m.diff_src.out(m.strm);
+
+  memory diff_dst = m.diff_dst_d.internal;
+  if (!m.reuse_diff_dst) {
+    m.diff_dst_w.set(dy);
+    m.diff_dst_w.in(m.strm);
+    diff_dst = m.diff_dst_w.internal;
+  }
+  m.diff_wei.set(m.dw_tmp.data());
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                       {DNNL_ARG_DIFF_DST, diff_dst},
+                                       {DNNL_ARG_DIFF_WEIGHTS, m.diff_wei.internal}};
+  if (m.has_bias) args[DNNL_ARG_DIFF_BIAS] = m.diff_bias_mem;
+  m.bwd_weights.execute(m.strm, args);
+  m.diff_wei.out(m.strm);
+  m.strm.wait();
+  // The layer contract accumulates parameter gradients.
+  for (size_t i = 0; i < m.dw_tmp.size(); ++i) dw[i] += m.dw_tmp[i];
+  for (size_t i = 0; i < m.db_tmp.size(); ++i) db[i] += m.db_tmp[i];
+}
+
+}  // namespace st::cpu

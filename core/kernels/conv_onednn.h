@@ -1,0 +1,37 @@
+// Convolution on the CPU through oneDNN (Debian libdnnl-dev), the faster route for the
+// small-channel convolutions of CIFAR ResNets. Activations stay NCHW and weights OIHW
+// in sparsetrain tensors; oneDNN reorders into its blocked layouts internally. The
+// im2col + GEMM path in layers/conv2d.cpp stays the readable reference and the
+// fallback when oneDNN is absent; tests compare the two.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/kernels/im2col.h"
+
+namespace st::cpu {
+
+// True when sparsetrain was built with oneDNN.
+bool onednn_built();
+
+// Primitives for one (batch, geometry) combination; build once, run every step.
+class OneDnnConv {
+ public:
+  OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias);
+  ~OneDnnConv();
+  OneDnnConv(const OneDnnConv&) = delete;
+  OneDnnConv& operator=(const OneDnnConv&) = delete;
+
+  bool matches(int64_t batch, const ConvGeometry& g) const;
+  // y = conv(x, w) + b. Keeps x (in oneDNN's layout) for backward.
+  void forward(const float* x, const float* w, const float* b, float* y);
+  // dw += dL/dw, db += dL/db (when bias), dx = dL/dx. Needs the preceding forward.
+  void backward(const float* x, const float* w, const float* dy, float* dw, float* db, float* dx);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace st::cpu

@@ -1,0 +1,22 @@
+// Built when oneDNN is absent: Conv2d then always takes the im2col + GEMM path.
+#include "core/error.h"
+#include "core/kernels/conv_onednn.h"
+
+namespace st::cpu {
+
+bool onednn_built() {
+  return false;
+}
+
+struct OneDnnConv::Impl {};
+OneDnnConv::OneDnnConv(int64_t, int64_t, const ConvGeometry&, bool) {
+  ST_THROW("this sparsetrain was built without oneDNN (install libdnnl-dev)");
+}
+OneDnnConv::~OneDnnConv() = default;
+bool OneDnnConv::matches(int64_t, const ConvGeometry&) const {
+  return false;
+}
+void OneDnnConv::forward(const float*, const float*, const float*, float*) {}
+void OneDnnConv::backward(const float*, const float*, const float*, float*, float*, float*) {}
+
+}  // namespace st::cpu

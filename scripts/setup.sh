@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs sparsetrain's system dependencies from Debian packages.
+# Idempotent and quiet: does nothing (and prints one line) when all are present.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libopenblas-openmp-dev          # CPU GEMM (OpenMP flavour)
+  libdnnl-dev                     # oneDNN: CPU convolution
+  libopenmpi-dev openmpi-bin      # communication
+  libstb-dev zlib1g-dev           # image decoding, gzip
+  libgtest-dev libbenchmark-dev   # tests, benchmarks
+  libcli11-dev nlohmann-json3-dev # CLI, JSON
+  libfftw3-dev libboost-math-dev  # FFT sparsifier, special functions (SIDCo)
+  dataset-fashion-mnist fortunes  # real data available on Debian
+  python3-matplotlib              # plots
+)
+if [[ "${SPARSETRAIN_WITH_TORCH:-0}" == 1 ]]; then
+  packages+=(python3-torch)       # the benchmark peer; never a build dependency
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+[[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

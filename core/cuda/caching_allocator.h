@@ -1,0 +1,78 @@
+// Caching allocator over cudaMalloc (never managed memory), the idea of PyTorch's
+// CUDACachingAllocator without block splitting: requests are rounded to size classes,
+// freed blocks go to a per-device free list and are handed out again to a later
+// request of the same class on the same stream (stream order makes that safe without
+// a sync). cudaMalloc/cudaFree synchronise the device, so a warm training loop should
+// call neither. Thread-safe (one mutex).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+namespace st::cuda {
+
+struct AllocatorStats {
+  size_t allocated = 0;       // bytes in blocks handed out and not yet freed
+  size_t reserved = 0;        // bytes obtained from the raw allocator (in use + cached)
+  size_t peak_allocated = 0;  // high-water mark of `allocated` since the last reset
+  uint64_t raw_allocs = 0;    // calls to the raw allocator (cudaMalloc)
+  uint64_t cache_hits = 0;    // requests served from the free list
+};
+
+// Where blocks really come from: cudaMalloc/cudaFree in the process-wide allocator,
+// host memory in the allocator's unit tests. `alloc` returns nullptr when out of memory.
+struct RawAllocator {
+  std::function<void*(size_t bytes, int device)> alloc;
+  std::function<void(void* ptr, int device)> free;
+};
+
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(RawAllocator raw);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // A block of at least `bytes` for use on `stream` (an opaque key, the cudaStream_t).
+  // On out-of-memory, releases the device's cached blocks and retries once, then throws.
+  void* allocate(size_t bytes, int device, const void* stream);
+  // Returns a block to the cache. Unknown pointers are reported on stderr, not thrown:
+  // this runs from destructors.
+  void free(void* ptr);
+  // Gives every cached (unused) block back to the raw allocator.
+  void empty_cache();
+  AllocatorStats stats(int device) const;
+  void reset_peak(int device);
+
+  // Size classes: 512 B minimum, powers of two up to 1 MiB, then multiples of 2 MiB.
+  static size_t round_size(size_t bytes);
+
+ private:
+  struct Block {
+    void* ptr;
+    size_t size;
+    int device;
+    const void* stream;
+  };
+  struct DeviceState {
+    std::multimap<size_t, Block> free_blocks;  // by size
+    AllocatorStats stats;
+  };
+  void release_cached(DeviceState& d);  // caller holds mu_
+
+  RawAllocator raw_;
+  mutable std::mutex mu_;
+  std::map<int, DeviceState> devices_;
+  std::unordered_map<void*, Block> live_;
+};
+
+// The process-wide allocator behind st::cuda::device_alloc / device_free (storage.h).
+CachingAllocator& caching_allocator();
+AllocatorStats memory_stats(int device);
+void empty_cache();
+
+}  // namespace st::cuda

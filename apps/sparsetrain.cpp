@@ -1,0 +1,108 @@
+// The sparsetrain command line: `train`, `eval`. Parsing only; the work is in train/.
+// Every error becomes one line on stderr and exit code 1 (2 for bad flags).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "core/error.h"
+#include "data/registry.h"
+#include "models/registry.h"
+#include "train/trainer.h"
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// Flags shared by train and eval.
+void add_data_flags(CLI::App* app, st::TrainConfig& c) {
+  app->add_option("--arch,-a", c.arch, "model architecture: " + join(st::model_names()))
+      ->capture_default_str();
+  app->add_option("--dataset", c.dataset, "dataset: " + join(st::dataset_names()))
+      ->capture_default_str();
+  app->add_option("--data-dir", c.data_dir,
+                  "folder with the dataset files (fashion-mnist defaults to "
+                  "/usr/share/datasets/fashion-mnist)");
+  app->add_option("--synthetic-size", c.synthetic_size,
+                  "examples per epoch for --dataset synthetic (0 = 50000)");
+  app->add_option("--image-size", c.image_size, "input side in pixels (0 = the model's own)");
+  app->add_option("-b,--batch-size", c.batch_size, "mini-batch size per process")
+      ->capture_default_str();
+  app->add_option("--threads", c.threads, "CPU threads for compute")->capture_default_str();
+  app->add_option("--workers", c.workers, "data-loading threads (0 = load inline)")
+      ->capture_default_str();
+  app->add_option("--device", c.device, "cpu, cuda, cuda:N or auto")->capture_default_str();
+  app->add_option("--seed", c.seed, "seed for initialisation, shuffling and augmentation")
+      ->capture_default_str();
+  app->add_option("--eval-batches", c.eval_batches,
+                  "evaluate on at most this many test batches (0 = all)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sparsetrain: data-parallel training with gradient sparsification"};
+  app.require_subcommand(1);
+  st::TrainConfig tc;
+  CLI::App* train = app.add_subcommand("train", "train a model");
+  add_data_flags(train, tc);
+  train->add_option("--epochs", tc.epochs, "number of epochs")->capture_default_str();
+  train->add_option("--lr", tc.lr, "base learning rate")->capture_default_str();
+  train->add_option("--momentum", tc.momentum, "SGD momentum")->capture_default_str();
+  train->add_option("--wd,--weight-decay", tc.weight_decay, "weight decay")->capture_default_str();
+  train->add_flag("--nesterov", tc.nesterov, "Nesterov momentum");
+  train->add_flag("--no-wd-bn", tc.no_wd_on_bn, "no weight decay on BatchNorm and bias parameters");
+  train
+      ->add_option("--schedule", tc.schedule,
+                   "LR schedule: constant | cosine | multistep (epochs at 50% and 75%) | "
+                   "multistep:E1,E2[:gamma]")
+      ->capture_default_str();
+  train->add_option("--warmup-epochs", tc.warmup_epochs, "linear LR warm-up epochs (fractional ok)")
+      ->capture_default_str();
+  train->add_option("--clip", tc.clip, "clip the global gradient norm to this (0 = off)");
+  train->add_flag("!--no-augment", tc.augment, "disable training augmentation");
+  train->add_option("--max-iters", tc.max_iters,
+                    "stop after this many steps in total, writing a checkpoint (0 = no limit)");
+  train->add_option("--out,-o", tc.out, "output folder: checkpoint, metrics, config")
+      ->capture_default_str();
+  train->add_option("--resume", tc.resume, "checkpoint to continue from (exactly, on CPU)");
+  train->add_option("--metrics-format", tc.metrics_format, "csv or jsonl")->capture_default_str();
+  train->add_option("--log-every", tc.log_every, "iterations between progress lines")
+      ->capture_default_str();
+  train->add_option("--checkpoint-every", tc.checkpoint_every,
+                    "also checkpoint every N iterations (0 = at epoch ends only)");
+  train->add_flag("--quiet,-q", tc.quiet, "no progress lines");
+
+  st::TrainConfig ec;
+  ec.arch.clear();
+  std::string checkpoint;
+  CLI::App* eval = app.add_subcommand("eval", "evaluate a checkpoint on the test split");
+  add_data_flags(eval, ec);
+  eval->add_option("checkpoint", checkpoint, "checkpoint file (.safetensors)")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*train) {
+      st::TrainResult r = st::train(tc);
+      if (r.last_eval.examples > 0)
+        std::printf("{\"steps\":%ld,\"seconds\":%.1f,\"test_loss\":%.4f,\"test_acc\":%.2f}\n",
+                    static_cast<long>(r.steps), r.seconds, r.last_eval.loss, r.last_eval.accuracy);
+      else
+        std::printf("{\"steps\":%ld,\"seconds\":%.1f}\n", static_cast<long>(r.steps), r.seconds);
+    } else if (*eval) {
+      st::EvalResult r = st::evaluate_checkpoint(ec, checkpoint);
+      std::printf("{\"examples\":%ld,\"test_loss\":%.4f,\"test_acc\":%.2f}\n",
+                  static_cast<long>(r.examples), r.loss, r.accuracy);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,30 @@
+// Training checkpoints: one safetensors file holding the model's state under
+// torchvision-compatible names (parameters and BatchNorm buffers), the optimiser's
+// momentum buffers under "optimizer.<param>.momentum_buffer", and the trainer's
+// position and configuration as string metadata. Written atomically, so a kill during
+// the write leaves the previous checkpoint loadable.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "layers/layer.h"
+#include "optim/sgd.h"
+
+namespace st {
+
+struct TrainPosition {
+  int64_t epoch = 0;  // epoch to continue in
+  int64_t batch = 0;  // first batch of that epoch still to run
+  int64_t step = 0;   // optimiser steps taken so far
+};
+
+void save_checkpoint(const std::string& path, Layer& model, const Sgd* optimizer,
+                     const TrainPosition& pos, const std::map<std::string, std::string>& meta);
+
+// Restores model (and optimiser when given) in place; returns the position. Errors name
+// the file and the tensor that is missing or has the wrong shape.
+TrainPosition load_checkpoint(const std::string& path, Layer& model, Sgd* optimizer,
+                              std::map<std::string, std::string>* meta = nullptr);
+
+}  // namespace st

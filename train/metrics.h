@@ -1,0 +1,39 @@
+// MetricsWriter: one row per iteration or epoch, as CSV (header from the first row) or
+// JSON lines. Rows are flushed as written, so a crash loses nothing already reported,
+// and a resumed run appends to the same file.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace st {
+
+using MetricValue = std::variant<int64_t, double, std::string>;
+using MetricRow = std::vector<std::pair<std::string, MetricValue>>;
+
+enum class MetricsFormat { Csv, JsonLines };
+MetricsFormat parse_metrics_format(const std::string& s);  // "csv" | "jsonl"
+
+class MetricsWriter {
+ public:
+  MetricsWriter() = default;
+  // Opens `path` (append when `append` and the file exists, else truncate).
+  MetricsWriter(const std::string& path, MetricsFormat format, bool append);
+  ~MetricsWriter();
+  MetricsWriter(MetricsWriter&& o) noexcept;
+  MetricsWriter& operator=(MetricsWriter&& o) noexcept;
+
+  bool is_open() const { return file_ != nullptr; }
+  void write(const MetricRow& row);
+
+ private:
+  std::FILE* file_ = nullptr;
+  MetricsFormat format_ = MetricsFormat::Csv;
+  bool header_written_ = false;
+  std::string path_;
+};
+
+}  // namespace st

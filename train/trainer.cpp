@@ -1,0 +1,302 @@
+#include "train/trainer.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/parallel.h"
+#include "core/safetensors.h"
+#include "core/timer.h"
+#include "data/loader.h"
+#include "data/registry.h"
+#include "layers/flat_params.h"
+#include "layers/softmax_cross_entropy.h"
+#include "models/registry.h"
+#include "optim/clip.h"
+#include "optim/lr_schedule.h"
+#include "optim/sgd.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+
+namespace st {
+
+namespace {
+
+// Debian's dataset-fashion-mnist package installs the files here.
+const char* kDebianFashionMnist = "/usr/share/datasets/fashion-mnist";
+
+std::string format_duration(double s) {
+  char buf[32];
+  const int64_t t = static_cast<int64_t>(s + 0.5);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", static_cast<long>(t / 3600),
+                  static_cast<long>(t % 3600 / 60));
+  else
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", static_cast<long>(t / 60),
+                  static_cast<long>(t % 60));
+  return buf;
+}
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0;
+}
+
+DatasetSpec dataset_spec(const TrainConfig& c, bool train, const ArchInfo& arch) {
+  DatasetSpec s;
+  s.name = c.dataset;
+  s.dir = c.data_dir;
+  if (s.dir.empty() && c.dataset == "fashion-mnist") s.dir = kDebianFashionMnist;
+  ST_CHECK(!s.dir.empty() || c.dataset == "synthetic", "--data-dir is required for --dataset ",
+           c.dataset, " (or use --dataset synthetic)");
+  s.train = train;
+  s.augment = c.augment;
+  s.image_size = c.image_size > 0 ? c.image_size : static_cast<int>(arch.image_size);
+  // Synthetic data takes the model's natural input shape (1 channel for MNIST-sized nets).
+  const int64_t side = s.image_size;
+  s.shape = Shape{side == 28 ? 1 : 3, side, side};
+  s.size = c.synthetic_size > 0
+               ? (train ? c.synthetic_size : std::max<int64_t>(c.synthetic_size / 5, 1))
+               : 0;
+  s.seed = c.seed + (train ? 0 : 1);
+  return s;
+}
+
+struct Setup {
+  std::shared_ptr<Dataset> train_set, test_set;
+  LayerPtr model;
+  Device device;
+};
+
+Setup build(const TrainConfig& c, bool need_train) {
+  ST_CHECK(c.batch_size > 0, "-b/--batch-size must be positive, got ", c.batch_size);
+  ST_CHECK(c.epochs > 0, "--epochs must be positive, got ", c.epochs);
+  set_num_threads(c.threads);
+  const ArchInfo& arch = arch_info(c.arch);  // unknown --arch lists the valid ones
+  Setup s;
+  s.device = parse_device(c.device);
+  if (need_train) s.train_set = open_dataset(dataset_spec(c, true, arch));
+  s.test_set = open_dataset(dataset_spec(c, false, arch));
+  const Dataset& ref = need_train ? *s.train_set : *s.test_set;
+  const Shape shape = ref.example_shape();
+  Rng rng(c.seed);
+  s.model = make_model(c.arch, ref.num_classes(), shape[0], rng, shape[1]);
+  s.model->to(s.device);
+  return s;
+}
+
+EvalResult evaluate(Layer& model, DataLoader& loader, Device device, int64_t max_batches) {
+  model.set_training(false);
+  SoftmaxCrossEntropy ce;
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t correct = 0, batches = 0;
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    const int64_t n = batch->labels.numel();
+    Tensor logits = model.forward(batch->images.to(device));
+    loss_sum += static_cast<double>(ce.forward(logits, batch->labels.to(device))) * n;
+    correct += ce.correct();
+    r.examples += n;
+    if (max_batches > 0 && ++batches >= max_batches) break;
+  }
+  model.set_training(true);
+  ST_CHECK(r.examples > 0, "evaluation: the test split is empty");
+  r.loss = loss_sum / r.examples;
+  r.accuracy = 100.0 * correct / r.examples;
+  return r;
+}
+
+DataLoader make_loader(const std::shared_ptr<Dataset>& ds, const TrainConfig& c, bool shuffle) {
+  SamplerOptions so;
+  so.seed = c.seed;
+  so.shuffle = shuffle;
+  LoaderOptions lo;
+  lo.batch_size = c.batch_size;
+  lo.workers = c.workers;
+  lo.seed = c.seed;
+  return DataLoader(ds, DistributedSampler(ds->size(), so), lo);
+}
+
+std::map<std::string, std::string> run_metadata(const TrainConfig& c) {
+  return {{"arch", c.arch},
+          {"dataset", c.dataset},
+          {"seed", std::to_string(c.seed)},
+          {"lr", std::to_string(c.lr)},
+          {"batch_size", std::to_string(c.batch_size)},
+          {"epochs", std::to_string(c.epochs)}};
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& c) {
+  Setup s = build(c, true);
+  Layer& model = *s.model;
+  FlatParams flat(model, s.device);
+  SgdOptions so;
+  so.lr = c.lr;
+  so.momentum = c.momentum;
+  so.weight_decay = c.weight_decay;
+  so.nesterov = c.nesterov;
+  so.no_decay_on_norm_and_bias = c.no_wd_on_bn;
+  Sgd sgd(flat.params(), so);
+  const LrSchedule schedule = parse_lr_schedule(c.schedule, c.lr, c.epochs, c.warmup_epochs);
+
+  std::filesystem::create_directories(c.out);
+  const std::string ckpt_path = (std::filesystem::path(c.out) / "checkpoint.safetensors").string();
+  TrainPosition pos;
+  if (!c.resume.empty()) {
+    pos = load_checkpoint(c.resume, model, &sgd);
+    if (!c.quiet)
+      std::fprintf(stderr, "resumed from %s at epoch %ld batch %ld (step %ld)\n", c.resume.c_str(),
+                   static_cast<long>(pos.epoch), static_cast<long>(pos.batch),
+                   static_cast<long>(pos.step));
+  }
+  const MetricsFormat fmt = parse_metrics_format(c.metrics_format);
+  const std::string ext = fmt == MetricsFormat::Csv ? ".csv" : ".jsonl";
+  const bool append = !c.resume.empty();
+  MetricsWriter iter_log((std::filesystem::path(c.out) / ("iterations" + ext)).string(), fmt,
+                         append);
+  MetricsWriter epoch_log((std::filesystem::path(c.out) / ("epochs" + ext)).string(), fmt, append);
+  {
+    nlohmann::json cfg = run_metadata(c);
+    std::FILE* f = std::fopen((std::filesystem::path(c.out) / "config.json").c_str(), "w");
+    if (f) {
+      std::fputs(cfg.dump(2).c_str(), f);
+      std::fclose(f);
+    }
+  }
+
+  DataLoader train_loader = make_loader(s.train_set, c, true);
+  DataLoader test_loader = make_loader(s.test_set, c, false);
+  const int64_t iters_per_epoch = train_loader.batches_per_epoch();
+  const int64_t total_steps =
+      std::min<int64_t>(c.max_iters > 0 ? c.max_iters : INT64_MAX, iters_per_epoch * c.epochs);
+  SoftmaxCrossEntropy ce;
+  TrainResult result;
+  result.steps = pos.step;
+  Timer wall;
+  double step_seconds = 0;  // exponential average for the ETA
+  const auto meta = run_metadata(c);
+  const int64_t start_step = pos.step;
+  const bool tty = isatty(STDERR_FILENO);
+
+  for (int64_t epoch = pos.epoch; epoch < c.epochs; ++epoch) {
+    train_loader.start_epoch(epoch, epoch == pos.epoch ? pos.batch : 0);
+    model.set_training(true);
+    Timer epoch_timer;
+    double loss_sum = 0;
+    int64_t seen = 0, correct = 0;
+    int64_t b = epoch == pos.epoch ? pos.batch : 0;
+    while (true) {
+      Timer t_data;
+      auto batch = train_loader.next();
+      if (!batch) break;
+      const double data_ms = t_data.ms();
+      const float lr = schedule.lr(epoch, b, iters_per_epoch);
+      sgd.set_lr(lr);
+      Timer t;
+      Tensor images = batch->images.to(s.device), labels = batch->labels.to(s.device);
+      Tensor logits = model.forward(images);
+      const float loss = ce.forward(logits, labels);
+      const double fwd_ms = t.ms();
+      if (!std::isfinite(loss))
+        ST_THROW("loss is ", loss, " at iteration ", result.steps, " (epoch ", epoch, ", batch ", b,
+                 "); stopping. The last good checkpoint is ", ckpt_path,
+                 " (try a lower --lr or --clip)");
+      t.reset();
+      flat.zero_grads();
+      model.backward(ce.backward());
+      const double bwd_ms = t.ms();
+      t.reset();
+      if (c.clip > 0) clip_grad_norm(flat.params(), c.clip);
+      sgd.step();
+      const double opt_ms = t.ms();
+      const int64_t n = labels.numel();
+      loss_sum += static_cast<double>(loss) * n;
+      correct += ce.correct();
+      seen += n;
+      ++result.steps;
+      ++b;
+      const double iter_s = (data_ms + fwd_ms + bwd_ms + opt_ms) / 1e3;
+      step_seconds = result.steps - start_step == 1 ? iter_s : 0.9 * step_seconds + 0.1 * iter_s;
+      iter_log.write({{"epoch", epoch},
+                      {"iter", b - 1},
+                      {"step", result.steps},
+                      {"loss", static_cast<double>(loss)},
+                      {"acc", 100.0 * ce.correct() / n},
+                      {"lr", static_cast<double>(lr)},
+                      {"images_per_s", n / iter_s},
+                      {"data_ms", data_ms},
+                      {"fwd_ms", fwd_ms},
+                      {"bwd_ms", bwd_ms},
+                      {"opt_ms", opt_ms},
+                      {"wall_s", wall.seconds()}});
+      if (!c.quiet && (result.steps % c.log_every == 0 || b == iters_per_epoch)) {
+        const double eta = step_seconds * static_cast<double>(total_steps - result.steps);
+        std::fprintf(stderr,
+                     "%sepoch %ld/%ld  iter %ld/%ld  loss %.4f  acc %.1f%%  lr %.4g  %.0f img/s  "
+                     "ETA %s%s",
+                     tty ? "\r" : "", static_cast<long>(epoch + 1), static_cast<long>(c.epochs),
+                     static_cast<long>(b), static_cast<long>(iters_per_epoch), loss_sum / seen,
+                     100.0 * correct / seen, lr, n / step_seconds, format_duration(eta).c_str(),
+                     tty ? "   " : "\n");
+      }
+      const bool stop = result.steps >= total_steps && b < iters_per_epoch;
+      if (stop || (c.checkpoint_every > 0 && result.steps % c.checkpoint_every == 0))
+        save_checkpoint(ckpt_path, model, &sgd, {epoch, b, result.steps}, meta);
+      if (stop) {
+        if (!c.quiet)
+          std::fprintf(stderr, "%sstopped at step %ld (--max-iters); checkpoint %s\n",
+                       tty ? "\n" : "", static_cast<long>(result.steps), ckpt_path.c_str());
+        result.seconds = wall.seconds();
+        return result;
+      }
+    }
+    result.last_eval = evaluate(model, test_loader, s.device, c.eval_batches);
+    const double epoch_s = epoch_timer.seconds();
+    epoch_log.write({{"epoch", epoch},
+                     {"step", result.steps},
+                     {"train_loss", seen ? loss_sum / seen : 0.0},
+                     {"train_acc", seen ? 100.0 * correct / seen : 0.0},
+                     {"test_loss", result.last_eval.loss},
+                     {"test_acc", result.last_eval.accuracy},
+                     {"epoch_s", epoch_s},
+                     {"wall_s", wall.seconds()},
+                     {"peak_rss_mb", peak_rss_mb()}});
+    save_checkpoint(ckpt_path, model, &sgd, {epoch + 1, 0, result.steps}, meta);
+    if (!c.quiet)
+      std::fprintf(
+          stderr,
+          "%sepoch %ld done in %s: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%%\n",
+          tty ? "\n" : "", static_cast<long>(epoch + 1), format_duration(epoch_s).c_str(),
+          seen ? loss_sum / seen : 0.0, seen ? 100.0 * correct / seen : 0.0, result.last_eval.loss,
+          result.last_eval.accuracy);
+    if (result.steps >= total_steps) break;
+  }
+  result.seconds = wall.seconds();
+  return result;
+}
+
+EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& checkpoint) {
+  std::map<std::string, std::string> meta;
+  {
+    // Read the architecture from the checkpoint first so the right model is built.
+    TensorFile f = load_safetensors(checkpoint);
+    meta = f.metadata;
+  }
+  TrainConfig c = config;
+  if (c.arch.empty() && meta.count("arch")) c.arch = meta["arch"];
+  ST_CHECK(!c.arch.empty(), checkpoint, ": no architecture recorded; pass --arch");
+  Setup s = build(c, false);
+  load_checkpoint(checkpoint, *s.model, nullptr);
+  DataLoader loader = make_loader(s.test_set, c, false);
+  return evaluate(*s.model, loader, s.device, c.eval_batches);
+}
+
+}  // namespace st

@@ -1,0 +1,65 @@
+// Trainer: the single-process training loop behind `sparsetrain train` and `eval`:
+// data -> forward -> loss -> backward (gradients land in the flat buffer) -> clip ->
+// SGD step, with per-iteration and per-epoch metrics, a progress line, test accuracy
+// each epoch, atomic checkpoints and exact resume.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace st {
+
+struct TrainConfig {
+  // model and data
+  std::string arch = "resnet20";
+  std::string dataset = "fashion-mnist";
+  std::string data_dir;
+  int64_t synthetic_size = 0;  // examples per synthetic epoch (0 = 50000)
+  int image_size = 0;          // 0 = the architecture's natural size
+  // optimisation
+  int64_t epochs = 10;
+  int64_t batch_size = 128;
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 1e-4f;
+  bool nesterov = false;
+  bool no_wd_on_bn = false;
+  std::string schedule = "multistep";
+  double warmup_epochs = 0.0;
+  float clip = 0.0f;  // gradient-norm clip, 0 = off
+  bool augment = true;
+  // run control
+  uint64_t seed = 0;
+  int threads = 2;
+  int workers = 2;
+  int64_t max_iters = 0;  // stop (with a checkpoint) after this many steps in total; 0 = all
+  std::string device = "cpu";
+  std::string out = "runs/default";
+  std::string resume;  // checkpoint path to continue from
+  std::string metrics_format = "csv";
+  int64_t log_every = 20;        // iterations between progress lines
+  int64_t checkpoint_every = 0;  // iterations between mid-epoch checkpoints (0 = epoch ends)
+  int64_t eval_batches = 0;      // cap on test batches per evaluation (0 = all)
+  bool quiet = false;
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;  // percent
+  int64_t examples = 0;
+};
+
+struct TrainResult {
+  EvalResult last_eval;
+  int64_t steps = 0;
+  double seconds = 0;
+};
+
+// Runs training; throws st::Error with a one-line reason on bad input or a NaN loss.
+TrainResult train(const TrainConfig& config);
+
+// Evaluates `checkpoint` on the test split of config.dataset (arch from the checkpoint
+// unless config.arch is set explicitly).
+EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& checkpoint);
+
+}  // namespace st

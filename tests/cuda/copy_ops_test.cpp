@@ -1,0 +1,113 @@
+// Host <-> device copies, device-generic ops and streams/events on a real GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/cuda/stream.h"
+#include "core/ops.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/gradcheck.h"
+
+namespace st::test {
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+TEST(CudaCopy, FloatRoundTripHostDeviceDeviceHost) {
+  ST_REQUIRE_CUDA_DEVICE();
+  Rng rng(1);
+  for (int64_t n : {1, 7, 1000, 1 << 20}) {
+    Tensor host = random_tensor({n}, rng);
+    Tensor d1 = host.to(kGpu);
+    Tensor d2 = d1.clone();  // device to device
+    EXPECT_FALSE(d2.shares_storage(d1));
+    EXPECT_TRUE(d2.device().is_cuda());
+    EXPECT_EQ(d2.to_vector(), host.to_vector()) << n;
+  }
+}
+
+TEST(CudaCopy, IntegerTensorsAndViews) {
+  ST_REQUIRE_CUDA_DEVICE();
+  std::vector<int32_t> v(100);
+  for (int i = 0; i < 100; ++i) v[i] = i * 7 - 300;
+  Tensor host = Tensor::from_vector_i32(v, {10, 10});
+  Tensor back = host.to(kGpu).to(Device::cpu());
+  EXPECT_EQ(std::vector<int32_t>(back.data<int32_t>(), back.data<int32_t>() + 100), v);
+
+  Tensor flat = Tensor::zeros({10}, DType::F32, kGpu);
+  Tensor view = flat.slice_flat(4, {3});
+  view.fill(2.5f);
+  const std::vector<float> all = flat.to_vector();
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(all[i], (i >= 4 && i < 7) ? 2.5f : 0.0f) << i;
+
+  Tensor big = Tensor::zeros({3}, DType::I64, kGpu);
+  Tensor big_host = big.to(Device::cpu());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(big_host.data<int64_t>()[i], 0);
+}
+
+TEST(CudaCopy, ZeroClearsDeviceMemory) {
+  ST_REQUIRE_CUDA_DEVICE();
+  Tensor t = Tensor::full({257}, 3.0f, kGpu);
+  t.zero();
+  for (float x : t.to_vector()) EXPECT_EQ(x, 0.0f);
+}
+
+TEST(CudaOps, AddScaleSumSquaresMatchCpu) {
+  ST_REQUIRE_CUDA_DEVICE();
+  Rng rng(2);
+  Tensor a = random_tensor({100003}, rng), b = random_tensor({100003}, rng);
+  Tensor ga = a.to(kGpu), gb = b.to(kGpu);
+  add_inplace(a, b);
+  add_inplace(ga, gb);
+  scale_inplace(a, 0.37f);
+  scale_inplace(ga, 0.37f);
+  EXPECT_EQ(ga.to_vector(), a.to_vector());  // same float ops, same order per element
+  const double cpu = sum_squares(a), gpu = sum_squares(ga);
+  EXPECT_NEAR(gpu, cpu, 1e-9 * cpu);
+  EXPECT_EQ(sum_squares(Tensor::zeros({0}, DType::F32, kGpu)), 0.0);
+}
+
+TEST(CudaStream, EventOrdersStreamsAndTimes) {
+  ST_REQUIRE_CUDA_DEVICE();
+  cuda::Stream side(0);
+  cuda::Event start(0, /*timing=*/true), done(0, /*timing=*/true);
+  Tensor x = Tensor::full({1 << 20}, 1.0f, kGpu);
+  start.record(cuda::current_stream(0));
+  scale_inplace(x, 2.0f);  // on the thread's current stream
+  done.record(cuda::current_stream(0));
+  side.wait(done);
+  {
+    cuda::StreamGuard on_side(side);
+    EXPECT_EQ(cuda::current_stream(0), side.get());
+    scale_inplace(x, 3.0f);  // ordered after the first scale by the event
+  }
+  EXPECT_NE(cuda::current_stream(0), side.get());
+  side.synchronize();
+  EXPECT_TRUE(side.ready());
+  EXPECT_TRUE(done.ready());
+  EXPECT_GE(start.elapsed_ms(done), 0.0f);
+  for (float v : x.to_vector()) ASSERT_EQ(v, 6.0f);
+}
+
+TEST(CudaStream, ContextHandlesFollowCurrentStream) {
+  ST_REQUIRE_CUDA_DEVICE();
+  cuda::Context& ctx = cuda::context(0);
+  cudnnHandle_t h = ctx.cudnn();
+  cudaStream_t bound = nullptr;
+  ASSERT_EQ(cudnnGetStream(h, &bound), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(bound, ctx.default_stream().get());
+  cuda::Stream side(0);
+  cuda::StreamGuard guard(side);
+  ASSERT_EQ(cudnnGetStream(ctx.cudnn(), &bound), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(bound, side.get());
+  cublasHandle_t b = ctx.cublas();
+  ASSERT_EQ(cublasGetStream(b, &bound), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(bound, side.get());
+}
+
+}  // namespace
+}  // namespace st::test

@@ -1,0 +1,97 @@
+#include "models/registry.h"
+
+#include <functional>
+#include <sstream>
+
+#include "models/resnet_cifar.h"
+#include "models/resnet_imagenet.h"
+#include "models/small_cnn.h"
+#include "models/vgg.h"
+
+namespace st {
+
+namespace {
+
+// (num_classes, input_channels, image_size, rng) -> model
+using Factory = std::function<LayerPtr(int64_t, int64_t, int64_t, Rng&)>;
+
+struct Entry {
+  ArchInfo info;
+  Factory make;
+};
+
+Factory cifar(int depth) {
+  return
+      [depth](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_resnet(depth, k, c, rng); };
+}
+Factory imagenet(int depth) {
+  return [depth](int64_t k, int64_t c, int64_t, Rng& rng) {
+    return imagenet_resnet(depth, k, c, rng);
+  };
+}
+Factory vgg(int depth) {
+  return [depth](int64_t k, int64_t c, int64_t, Rng& rng) { return vgg_cifar(depth, k, c, rng); };
+}
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> table = {
+      {{"resnet20", "CIFAR ResNet-20 (He et al. 2016 sec. 4.2, option A), 0.27M params", 32},
+       cifar(20)},
+      {{"resnet32", "CIFAR ResNet-32 (option A), 0.46M params", 32}, cifar(32)},
+      {{"resnet44", "CIFAR ResNet-44 (option A), 0.66M params", 32}, cifar(44)},
+      {{"resnet56", "CIFAR ResNet-56 (option A), 0.85M params", 32}, cifar(56)},
+      {{"resnet110", "CIFAR ResNet-110 (option A), 1.7M params", 32}, cifar(110)},
+      {{"resnet18_cifar", "CIFAR ResNet-18 of MiCRO/ExDyna (kuangliu), 11.2M params", 32},
+       [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_resnet18(k, c, rng); }},
+      {{"vgg11", "CIFAR VGG-11 with BatchNorm", 32}, vgg(11)},
+      {{"vgg13", "CIFAR VGG-13 with BatchNorm", 32}, vgg(13)},
+      {{"vgg16", "CIFAR VGG-16 with BatchNorm, 14.7M params", 32}, vgg(16)},
+      {{"vgg19", "CIFAR VGG-19 with BatchNorm", 32}, vgg(19)},
+      {{"resnet18", "ImageNet ResNet-18 (torchvision), 11.7M params", 224}, imagenet(18)},
+      {{"resnet34", "ImageNet ResNet-34 (torchvision), 21.8M params", 224}, imagenet(34)},
+      {{"resnet50", "ImageNet ResNet-50 (torchvision v1.5), 25.6M params", 224}, imagenet(50)},
+      {{"resnet101", "ImageNet ResNet-101 (torchvision v1.5), 44.5M params", 224}, imagenet(101)},
+      {{"resnet152", "ImageNet ResNet-152 (torchvision v1.5), 60.2M params", 224}, imagenet(152)},
+      {{"small_cnn", "two conv-BN-ReLU-pool blocks + linear for 28x28 input, 50k params", 28},
+       [](int64_t k, int64_t c, int64_t s, Rng& rng) { return small_cnn(k, c, s, rng); }},
+  };
+  return table;
+}
+
+const Entry& find(const std::string& arch) {
+  for (const Entry& e : entries())
+    if (e.info.name == arch) return e;
+  std::ostringstream valid;
+  for (const Entry& e : entries()) valid << (&e == &entries().front() ? "" : ", ") << e.info.name;
+  ST_THROW("unknown --arch '", arch, "'; valid: ", valid.str());
+}
+
+}  // namespace
+
+const std::vector<ArchInfo>& model_archs() {
+  static const std::vector<ArchInfo> infos = [] {
+    std::vector<ArchInfo> v;
+    for (const Entry& e : entries()) v.push_back(e.info);
+    return v;
+  }();
+  return infos;
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const Entry& e : entries()) names.push_back(e.info.name);
+  return names;
+}
+
+const ArchInfo& arch_info(const std::string& arch) {
+  return find(arch).info;
+}
+
+LayerPtr make_model(const std::string& arch, int64_t num_classes, int64_t input_channels, Rng& rng,
+                    int64_t image_size) {
+  const Entry& e = find(arch);
+  ST_CHECK(image_size >= 0, "make_model(", arch, "): image size must be >= 0, got ", image_size);
+  return e.make(num_classes, input_channels, image_size > 0 ? image_size : e.info.image_size, rng);
+}
+
+}  // namespace st

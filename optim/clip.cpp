@@ -1,0 +1,28 @@
+#include "optim/clip.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/ops.h"
+
+namespace st {
+
+double grad_norm(const std::vector<Param*>& params) {
+  double squares = 0.0;
+  for (const Param* p : params) squares += sum_squares(p->grad);
+  return std::sqrt(squares);
+}
+
+double clip_grad_norm(const std::vector<Param*>& params, double max_norm) {
+  ST_CHECK(max_norm > 0.0, "clip_grad_norm: max norm must be > 0, got ", max_norm);
+  const double norm = grad_norm(params);
+  // PyTorch multiplies by clamp(max_norm / (norm + 1e-6), max=1); we skip the no-op
+  // multiply, and a non-finite norm is left for the caller to report (NaN loss check).
+  const double coef = max_norm / (norm + 1e-6);
+  if (std::isfinite(norm) && coef < 1.0) {
+    for (Param* p : params) scale_inplace(p->grad, static_cast<float>(coef));
+  }
+  return norm;
+}
+
+}  // namespace st

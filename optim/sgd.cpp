@@ -1,0 +1,121 @@
+#include "optim/sgd.h"
+
+#include "core/error.h"
+
+namespace st {
+
+namespace {
+
+// The element loop for one parameter; the flags are template arguments so each
+// variant compiles to a branch-free, vectorisable loop.
+template <bool kMomentum, bool kNesterov, bool kFirst>
+void sgd_loop(float* p, float* buf, const float* g, int64_t n, const math::SgdCoeffs& c) {
+  if (kMomentum) {
+#pragma omp parallel for simd if (n > 65536) schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      math::sgd_update<kMomentum, kNesterov, kFirst>(p[i], buf[i], g[i], c);
+  } else {
+#pragma omp parallel for simd if (n > 65536) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      float unused = 0.0f;
+      math::sgd_update<false, false, false>(p[i], unused, g[i], c);
+    }
+  }
+}
+
+}  // namespace
+
+Sgd::Sgd(std::vector<Param*> params, const SgdOptions& options)
+    : params_(std::move(params)), options_(options), buffers_(params_.size()) {
+  ST_CHECK(options.lr >= 0.0f, "SGD: learning rate must be >= 0, got ", options.lr);
+  ST_CHECK(options.momentum >= 0.0f, "SGD: momentum must be >= 0, got ", options.momentum);
+  ST_CHECK(options.weight_decay >= 0.0f, "SGD: weight decay must be >= 0, got ",
+           options.weight_decay);
+  ST_CHECK(!options.nesterov || (options.momentum > 0.0f && options.dampening == 0.0f),
+           "SGD: Nesterov momentum requires a momentum > 0 and zero dampening");
+  for (Param* p : params_) {
+    ST_CHECK(p != nullptr, "SGD: null parameter");
+    ST_CHECK(p->value.shape() == p->grad.shape(), "SGD: parameter ", p->name, " has value ",
+             p->value.shape(), " but gradient ", p->grad.shape());
+  }
+}
+
+float Sgd::weight_decay_of(size_t i) const {
+  const ParamKind kind = params_.at(i)->kind;
+  const bool skip =
+      options_.no_decay_on_norm_and_bias && (kind == ParamKind::Norm || kind == ParamKind::Bias);
+  return skip ? 0.0f : options_.weight_decay;
+}
+
+void Sgd::step() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Param& p = *params_[i];
+    ST_CHECK(p.value.device().is_cpu(), "SGD: parameter ", p.name, " is on ",
+             p.value.device().str(), "; this build updates CPU parameters only");
+    step_cpu(i);
+  }
+}
+
+void Sgd::step_cpu(size_t i) {
+  Param& p = *params_[i];
+  const math::SgdCoeffs c{options_.lr, options_.momentum, options_.dampening, weight_decay_of(i)};
+  const int64_t n = p.value.numel();
+  float* v = p.value.f32();
+  const float* g = p.grad.f32();
+  if (options_.momentum == 0.0f) {
+    sgd_loop<false, false, false>(v, nullptr, g, n, c);
+    return;
+  }
+  const bool first = !buffers_[i].defined();
+  if (first) buffers_[i] = Tensor::empty(p.value.shape(), DType::F32, p.value.device());
+  float* b = buffers_[i].f32();
+  if (options_.nesterov && first) {
+    sgd_loop<true, true, true>(v, b, g, n, c);
+  } else if (options_.nesterov) {
+    sgd_loop<true, true, false>(v, b, g, n, c);
+  } else if (first) {
+    sgd_loop<true, false, true>(v, b, g, n, c);
+  } else {
+    sgd_loop<true, false, false>(v, b, g, n, c);
+  }
+}
+
+void Sgd::zero_grad() {
+  for (Param* p : params_) p->grad.zero();
+}
+
+std::map<std::string, Tensor> Sgd::state_dict() const {
+  std::map<std::string, Tensor> state;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!buffers_[i].defined()) continue;
+    const std::string key = params_[i]->name + ".momentum_buffer";
+    ST_CHECK(state.count(key) == 0, "SGD state: two parameters share the name '", params_[i]->name,
+             "' (call collect_params to name them)");
+    state.emplace(key, buffers_[i]);
+  }
+  return state;
+}
+
+void Sgd::load_state_dict(const std::map<std::string, Tensor>& state) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < params_.size(); ++i)
+    index.emplace(params_[i]->name + ".momentum_buffer", i);
+  for (const auto& [key, t] : state) {
+    auto it = index.find(key);
+    ST_CHECK(it != index.end(), "SGD state: '", key, "' matches no parameter of this model");
+    const Param& p = *params_[it->second];
+    ST_CHECK(t.shape() == p.value.shape() && t.dtype() == DType::F32, "SGD state: '", key, "' is ",
+             t.str(), " but parameter ", p.name, " is ", p.value.str());
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto it = state.find(params_[i]->name + ".momentum_buffer");
+    if (it == state.end()) {
+      buffers_[i] = Tensor();
+      continue;
+    }
+    buffers_[i] = Tensor::empty(params_[i]->value.shape(), DType::F32, params_[i]->value.device());
+    buffers_[i].copy_from(it->second);
+  }
+}
+
+}  // namespace st

@@ -1,0 +1,59 @@
+// Stochastic gradient descent exactly as torch.optim.SGD in PyTorch 1.13: weight decay
+// added to the gradient, a momentum buffer that starts as the first gradient
+// (dampening 0 by default), optional Nesterov momentum. Optionally no weight decay on
+// BatchNorm and bias parameters (Goyal et al. 2017, sec. 5.1 discusses why).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "layers/param.h"
+#include "optim/sgd_update.h"
+
+namespace st {
+
+struct SgdOptions {
+  float lr = 0.1f;
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+  // Skip weight decay on ParamKind::Norm and ParamKind::Bias (PyTorch applies it to all).
+  bool no_decay_on_norm_and_bias = false;
+};
+
+class Sgd {
+ public:
+  // Parameters keep their order; names (from collect_params) key the saved state.
+  Sgd(std::vector<Param*> params, const SgdOptions& options);
+
+  // p -= lr * direction(grad) for every parameter, with the current lr.
+  void step();
+  void zero_grad();
+
+  float lr() const { return options_.lr; }
+  void set_lr(float lr) { options_.lr = lr; }
+  const SgdOptions& options() const { return options_; }
+  const std::vector<Param*>& params() const { return params_; }
+  // Weight decay this optimiser applies to `params()[i]` (0 when skipped for its kind).
+  float weight_decay_of(size_t i) const;
+
+  // Optimiser state for checkpoints: "<param name>.momentum_buffer" -> buffer, only for
+  // buffers that exist (PyTorch creates a buffer at its parameter's first step). The
+  // tensors share storage with the live buffers.
+  std::map<std::string, Tensor> state_dict() const;
+  // Restores buffers saved by state_dict(); unknown names or wrong shapes throw, and a
+  // parameter without a saved buffer starts fresh, as in PyTorch.
+  void load_state_dict(const std::map<std::string, Tensor>& state);
+
+ private:
+  void step_cpu(size_t i);
+
+  std::vector<Param*> params_;
+  SgdOptions options_;
+  std::vector<Tensor> buffers_;  // undefined until the parameter's first momentum step
+};
+
+}  // namespace st

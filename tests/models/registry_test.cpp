@@ -1,0 +1,79 @@
+// The --arch registry: names, errors, determinism.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/ops.h"
+#include "models/registry.h"
+
+namespace st::test {
+namespace {
+
+TEST(Registry, ListsEveryArchitecture) {
+  const std::vector<std::string> names = model_names();
+  for (const char* want :
+       {"resnet20", "resnet32", "resnet44", "resnet56", "resnet110", "resnet18_cifar", "vgg16",
+        "resnet18", "resnet34", "resnet50", "small_cnn"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+  EXPECT_EQ(model_archs().size(), names.size());
+  EXPECT_EQ(arch_info("resnet50").image_size, 224);
+  EXPECT_EQ(arch_info("resnet20").image_size, 32);
+  EXPECT_EQ(arch_info("small_cnn").image_size, 28);
+}
+
+TEST(Registry, UnknownArchListsValidOnes) {
+  Rng rng(0);
+  try {
+    make_model("resnet21", 10, 3, rng);
+    FAIL() << "expected st::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("unknown --arch 'resnet21'"), std::string::npos) << msg;
+    for (const std::string& name : model_names())
+      EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  }
+  EXPECT_THROW(arch_info(""), Error);
+}
+
+TEST(Registry, BadArgumentsThrow) {
+  Rng rng(0);
+  EXPECT_THROW(make_model("resnet20", 0, 3, rng), Error);
+  EXPECT_THROW(make_model("resnet20", 10, 0, rng), Error);
+  EXPECT_THROW(make_model("small_cnn", 10, 1, rng, -1), Error);
+}
+
+TEST(Registry, SameSeedSameWeights) {
+  Rng a(5), b(5), c(6);
+  LayerPtr ma = make_model("resnet20", 10, 3, a);
+  LayerPtr mb = make_model("resnet20", 10, 3, b);
+  LayerPtr mc = make_model("resnet20", 10, 3, c);
+  std::vector<Param*> pa = collect_params(*ma), pb = collect_params(*mb), pc = collect_params(*mc);
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_EQ(pa[i]->value.to_vector(), pb[i]->value.to_vector()) << pa[i]->name;
+  EXPECT_NE(pa[0]->value.to_vector(), pc[0]->value.to_vector());
+}
+
+// kaiming_normal(fan_out) on torchvision convs: the sample std is close to sqrt(2/fan_out).
+TEST(Registry, TorchvisionConvInitScale) {
+  Rng rng(3);
+  LayerPtr m = make_model("resnet18", 1000, 3, rng);
+  for (Param* p : collect_params(*m)) {
+    if (p->name != "layer3.0.conv2.weight") continue;  // [256, 256, 3, 3], fan_out 2304
+    const double var = sum_squares(p->value) / static_cast<double>(p->value.numel());
+    EXPECT_NEAR(std::sqrt(var), std::sqrt(2.0 / 2304.0), 0.01 * std::sqrt(2.0 / 2304.0));
+  }
+  for (Param* p : collect_params(*m)) {
+    if (p->name == "bn1.weight") {
+      EXPECT_EQ(p->value.to_vector(), std::vector<float>(64, 1.0f));
+    }
+    if (p->name == "bn1.bias") {
+      EXPECT_EQ(p->value.to_vector(), std::vector<float>(64, 0.0f));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace st::test

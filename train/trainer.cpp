@@ -67,6 +67,33 @@ DatasetSpec dataset_spec(const TrainConfig& c, bool train, const ArchInfo& arch)
   return s;
 }
 
+// The first `n` examples of another dataset (smoke tests, quick experiments).
+class SubsetDataset : public Dataset {
+ public:
+  SubsetDataset(std::shared_ptr<Dataset> base, int64_t n) : base_(std::move(base)), n_(n) {
+    ST_CHECK(n > 0, "subset size must be positive, got ", n);
+    n_ = std::min(n_, base_->size());
+  }
+  std::string name() const override {
+    return base_->name() + " [first " + std::to_string(n_) + "]";
+  }
+  int64_t size() const override { return n_; }
+  int num_classes() const override { return base_->num_classes(); }
+  Shape example_shape() const override { return base_->example_shape(); }
+  int32_t get_into(int64_t index, SampleRng& rng, float* out) const override {
+    check_index(index);
+    return base_->get_into(index, rng, out);
+  }
+
+ private:
+  std::shared_ptr<Dataset> base_;
+  int64_t n_;
+};
+
+std::shared_ptr<Dataset> maybe_subset(std::shared_ptr<Dataset> d, int64_t n) {
+  return n > 0 ? std::make_shared<SubsetDataset>(std::move(d), n) : d;
+}
+
 struct Setup {
   std::shared_ptr<Dataset> train_set, test_set;
   LayerPtr model;
@@ -80,8 +107,9 @@ Setup build(const TrainConfig& c, bool need_train) {
   const ArchInfo& arch = arch_info(c.arch);  // unknown --arch lists the valid ones
   Setup s;
   s.device = parse_device(c.device);
-  if (need_train) s.train_set = open_dataset(dataset_spec(c, true, arch));
-  s.test_set = open_dataset(dataset_spec(c, false, arch));
+  if (need_train)
+    s.train_set = maybe_subset(open_dataset(dataset_spec(c, true, arch)), c.train_subset);
+  s.test_set = maybe_subset(open_dataset(dataset_spec(c, false, arch)), c.test_subset);
   const Dataset& ref = need_train ? *s.train_set : *s.test_set;
   const Shape shape = ref.example_shape();
   Rng rng(c.seed);

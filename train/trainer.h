@@ -16,6 +16,8 @@ struct TrainConfig {
   std::string data_dir;
   int64_t synthetic_size = 0;  // examples per synthetic epoch (0 = 50000)
   int image_size = 0;          // 0 = the architecture's natural size
+  int64_t train_subset = 0;    // use only the first N training examples (0 = all)
+  int64_t test_subset = 0;     // use only the first N test examples (0 = all)
   // optimisation
   int64_t epochs = 10;
   int64_t batch_size = 128;

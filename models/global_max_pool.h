@@ -4,9 +4,20 @@
 // ends with this layer to accept both sizes with the same weights and outputs.
 #pragma once
 
+#include "core/host_device.h"
 #include "layers/layer.h"
 
 namespace st {
+
+namespace math {
+// Offset of the first maximum of a plane of n values (both backends use this loop).
+ST_HD int32_t plane_argmax(const float* x, int64_t n) {
+  int32_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = static_cast<int32_t>(i);
+  return best;
+}
+}  // namespace math
 
 class GlobalMaxPool2d : public Layer {
  public:
@@ -15,10 +26,15 @@ class GlobalMaxPool2d : public Layer {
  protected:
   Tensor forward_cpu(const Tensor& x) override;
   Tensor backward_cpu(const Tensor& dy) override;
+#ifdef SPARSETRAIN_WITH_CUDA
+  Tensor forward_cuda(const Tensor& x) override;
+  Tensor backward_cuda(const Tensor& dy) override;
+#endif
 
  private:
+  void check_input(const Tensor& x);
   Shape in_shape_;
-  std::vector<int64_t> argmax_;  // per plane: offset of the (first) maximum
+  Tensor argmax_;  // int32 per plane: offset of the first maximum, on the input's device
 };
 
 }  // namespace st

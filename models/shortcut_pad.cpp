@@ -18,9 +18,13 @@ std::string ShortcutPadA::describe() const {
          std::to_string(stride_) + ")";
 }
 
-Tensor ShortcutPadA::forward_cpu(const Tensor& x) {
+void ShortcutPadA::check_input(const Tensor& x) const {
   ST_CHECK(x.rank() == 4 && x.dim(1) == cin_, describe(), ": expected input shape [N, ", cin_,
            ", H, W], got ", x.shape());
+}
+
+Tensor ShortcutPadA::forward_cpu(const Tensor& x) {
+  check_input(x);
   in_shape_ = x.shape();
   const int64_t n = x.dim(0), h = x.dim(2), w = x.dim(3), oh = out_extent(h), ow = out_extent(w);
   Tensor y = Tensor::empty(Shape{n, cout_, oh, ow});

@@ -32,8 +32,13 @@ class ShortcutPadA : public Layer {
  protected:
   Tensor forward_cpu(const Tensor& x) override;
   Tensor backward_cpu(const Tensor& dy) override;
+#ifdef SPARSETRAIN_WITH_CUDA
+  Tensor forward_cuda(const Tensor& x) override;
+  Tensor backward_cuda(const Tensor& dy) override;
+#endif
 
  private:
+  void check_input(const Tensor& x) const;
   int64_t cin_, cout_, front_;
   int stride_;
   Shape in_shape_;

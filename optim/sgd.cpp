@@ -48,27 +48,34 @@ float Sgd::weight_decay_of(size_t i) const {
 }
 
 void Sgd::step() {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Param& p = *params_[i];
-    ST_CHECK(p.value.device().is_cpu(), "SGD: parameter ", p.name, " is on ",
-             p.value.device().str(), "; this build updates CPU parameters only");
-    step_cpu(i);
-  }
+  for (size_t i = 0; i < params_.size(); ++i) step_one(i);
 }
 
-void Sgd::step_cpu(size_t i) {
+void Sgd::step_one(size_t i) {
   Param& p = *params_[i];
+  const Device device = p.value.device();
+  ST_CHECK(p.grad.device() == device, "SGD: parameter ", p.name, " is on ", device.str(),
+           " but its gradient on ", p.grad.device().str());
   const math::SgdCoeffs c{options_.lr, options_.momentum, options_.dampening, weight_decay_of(i)};
   const int64_t n = p.value.numel();
   float* v = p.value.f32();
   const float* g = p.grad.f32();
-  if (options_.momentum == 0.0f) {
+  const bool momentum = options_.momentum != 0.0f;
+  const bool first = momentum && !buffers_[i].defined();
+  if (first) buffers_[i] = Tensor::empty(p.value.shape(), DType::F32, device);
+  float* b = momentum ? buffers_[i].f32() : nullptr;
+  if (device.is_cuda()) {
+#ifdef SPARSETRAIN_WITH_CUDA
+    cuda::sgd_update(v, b, g, n, c, momentum, options_.nesterov, first, device.index);
+    return;
+#else
+    ST_THROW("SGD: parameter ", p.name, " is on ", device.str(), " but this build has no CUDA");
+#endif
+  }
+  if (!momentum) {
     sgd_loop<false, false, false>(v, nullptr, g, n, c);
     return;
   }
-  const bool first = !buffers_[i].defined();
-  if (first) buffers_[i] = Tensor::empty(p.value.shape(), DType::F32, p.value.device());
-  float* b = buffers_[i].f32();
   if (options_.nesterov && first) {
     sgd_loop<true, true, true>(v, b, g, n, c);
   } else if (options_.nesterov) {

@@ -49,11 +49,19 @@ class Sgd {
   void load_state_dict(const std::map<std::string, Tensor>& state);
 
  private:
-  void step_cpu(size_t i);
+  void step_one(size_t i);
 
   std::vector<Param*> params_;
   SgdOptions options_;
   std::vector<Tensor> buffers_;  // undefined until the parameter's first momentum step
 };
+
+#ifdef SPARSETRAIN_WITH_CUDA
+namespace cuda {
+// The same update (math::sgd_update) over n device floats on `device`'s current stream.
+void sgd_update(float* p, float* buf, const float* grad, int64_t n, const math::SgdCoeffs& c,
+                bool momentum, bool nesterov, bool first, int device);
+}  // namespace cuda
+#endif
 
 }  // namespace st

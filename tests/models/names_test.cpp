@@ -1,10 +1,13 @@
-// Parameter and buffer names equal torchvision's state_dict keys, so checkpoints load
-// in PyTorch. The expected lists follow torchvision/models/resnet.py's _make_layer.
+// Names, shapes and counts against the reference implementations. ImageNet ResNets must
+// equal torchvision's state_dict keys (so checkpoints load in PyTorch); the expected
+// lists follow torchvision/models/resnet.py's _make_layer. One model build per test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
+#include "core/ops.h"
 #include "models/registry.h"
 
 namespace st::test {
@@ -19,6 +22,16 @@ Named names_of(Layer& m) {
   for (Param* p : collect_params(m)) n.params.push_back(p->name);
   for (Buffer* b : collect_buffers(m)) n.buffers.push_back(b->name);
   return n;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void expect_unique(const Named& n) {
+  std::set<std::string> all(n.params.begin(), n.params.end());
+  all.insert(n.buffers.begin(), n.buffers.end());
+  EXPECT_EQ(all.size(), n.params.size() + n.buffers.size()) << "duplicate names";
 }
 
 void add_bn(Named& n, const std::string& prefix) {
@@ -53,16 +66,22 @@ Named torchvision_resnet(const int (&blocks)[4], bool bottleneck) {
   return n;
 }
 
-Shape shape_of(Layer& m, const std::string& name) {
+Param* find_param(Layer& m, const std::string& name) {
   for (Param* p : collect_params(m))
-    if (p->name == name) return p->value.shape();
+    if (p->name == name) return p;
   ADD_FAILURE() << "no parameter " << name;
-  return {};
+  return nullptr;
 }
 
-TEST(TorchvisionNames, ResNet18) {
+Shape shape_of(Layer& m, const std::string& name) {
+  Param* p = find_param(m, name);
+  return p ? p->value.shape() : Shape{};
+}
+
+TEST(TorchvisionResNet, ResNet18NamesCountAndInit) {
   Rng rng(0);
   LayerPtr m = make_model("resnet18", 1000, 3, rng);
+  EXPECT_EQ(count_params(*m), 11689512);
   const Named got = names_of(*m);
   // 62 parameters + 60 BatchNorm buffers = 122 state_dict keys in torchvision.
   EXPECT_EQ(got.params.size(), 62u);
@@ -75,14 +94,23 @@ TEST(TorchvisionNames, ResNet18) {
   EXPECT_EQ(got.buffers.front(), "bn1.running_mean");
   EXPECT_EQ(got.params[3], "layer1.0.conv1.weight");
   EXPECT_EQ(got.params.back(), "fc.bias");
+  EXPECT_EQ(shape_of(*m, "conv1.weight"), Shape({64, 3, 7, 7}));
   EXPECT_EQ(shape_of(*m, "layer2.0.downsample.0.weight"), Shape({128, 64, 1, 1}));
   EXPECT_EQ(shape_of(*m, "layer4.1.conv2.weight"), Shape({512, 512, 3, 3}));
   EXPECT_EQ(shape_of(*m, "fc.weight"), Shape({1000, 512}));
+  // torchvision init: kaiming_normal(fan_out) on convs, BN weight 1 and bias 0.
+  Param* w = find_param(*m, "layer3.0.conv2.weight");  // [256, 256, 3, 3], fan_out 2304
+  ASSERT_NE(w, nullptr);
+  const double std = std::sqrt(sum_squares(w->value) / static_cast<double>(w->value.numel()));
+  EXPECT_NEAR(std, std::sqrt(2.0 / 2304.0), 0.01 * std::sqrt(2.0 / 2304.0));
+  EXPECT_EQ(find_param(*m, "bn1.weight")->value.to_vector(), std::vector<float>(64, 1.0f));
+  EXPECT_EQ(find_param(*m, "bn1.bias")->value.to_vector(), std::vector<float>(64, 0.0f));
 }
 
-TEST(TorchvisionNames, ResNet50) {
+TEST(TorchvisionResNet, ResNet50NamesAndCount) {
   Rng rng(0);
   LayerPtr m = make_model("resnet50", 1000, 3, rng);
+  EXPECT_EQ(count_params(*m), 25557032);
   const Named got = names_of(*m);
   // 161 parameters + 159 BatchNorm buffers = 320 state_dict keys in torchvision.
   EXPECT_EQ(got.params.size(), 161u);
@@ -92,40 +120,51 @@ TEST(TorchvisionNames, ResNet50) {
   EXPECT_EQ(got.params, want.params);
   EXPECT_EQ(got.buffers, want.buffers);
   EXPECT_EQ(shape_of(*m, "layer1.0.downsample.0.weight"), Shape({256, 64, 1, 1}));
+  EXPECT_EQ(shape_of(*m, "layer2.0.conv2.weight"), Shape({128, 128, 3, 3}));
   EXPECT_EQ(shape_of(*m, "layer3.5.conv3.weight"), Shape({1024, 256, 1, 1}));
   EXPECT_EQ(shape_of(*m, "layer4.2.bn3.weight"), Shape({2048}));
   EXPECT_EQ(shape_of(*m, "fc.weight"), Shape({1000, 2048}));
 }
 
-TEST(ReferenceNames, CifarResNetAndVgg) {
+// akamaster names: conv1, bn1, layer{1,2,3}.{i}.{conv,bn}{1,2}, linear; option A
+// shortcuts carry no parameters.
+TEST(ReferenceNames, CifarResNet20) {
   Rng rng(0);
-  const Named r20 = names_of(*make_model("resnet20", 10, 3, rng));
-  // Option A shortcuts carry no parameters: conv1, bn1, 9 blocks x (2 convs + 2 BNs), linear.
-  EXPECT_EQ(r20.params.size(), 3u + 9 * 6 + 2);
-  EXPECT_EQ(r20.params[3], "layer1.0.conv1.weight");
-  EXPECT_EQ(r20.params.back(), "linear.bias");
-  const Named r18 = names_of(*make_model("resnet18_cifar", 10, 3, rng));
-  EXPECT_NE(std::find(r18.params.begin(), r18.params.end(), "layer2.0.shortcut.0.weight"),
-            r18.params.end());
-  EXPECT_NE(std::find(r18.buffers.begin(), r18.buffers.end(), "layer4.0.shortcut.1.running_var"),
-            r18.buffers.end());
-  const Named vgg = names_of(*make_model("vgg16", 10, 3, rng));
-  EXPECT_EQ(vgg.params[0], "features.0.weight");
-  EXPECT_EQ(vgg.params[1], "features.0.bias");
-  EXPECT_EQ(vgg.params[2], "features.1.weight");
-  EXPECT_EQ(vgg.params[4], "features.3.weight");  // conv-BN-ReLU take indices 0, 1, 2
-  EXPECT_EQ(vgg.params[vgg.params.size() - 6], "features.40.weight");  // last conv
-  EXPECT_EQ(vgg.params.back(), "classifier.bias");
+  const Named n = names_of(*make_model("resnet20", 10, 3, rng));
+  EXPECT_EQ(n.params.size(), 3u + 9 * 6 + 2);  // conv1+bn1, 9 blocks x (2 conv + 2 BN), linear
+  EXPECT_EQ(n.params[3], "layer1.0.conv1.weight");
+  EXPECT_TRUE(contains(n.params, "layer3.2.bn2.bias"));
+  EXPECT_EQ(n.params.back(), "linear.bias");
+  expect_unique(n);
 }
 
-TEST(ReferenceNames, AllUniqueInEveryModel) {
-  for (const char* arch : {"resnet20", "resnet18_cifar", "vgg16", "small_cnn", "resnet34"}) {
-    Rng rng(0);
-    const Named n = names_of(*make_model(arch, 10, 3, rng));
-    std::set<std::string> all(n.params.begin(), n.params.end());
-    all.insert(n.buffers.begin(), n.buffers.end());
-    EXPECT_EQ(all.size(), n.params.size() + n.buffers.size()) << arch;
-  }
+// kuangliu names: ..., layer2.0.shortcut.{0,1}, linear; 11,173,962 parameters.
+TEST(ReferenceNames, CifarResNet18NamesAndCount) {
+  Rng rng(0);
+  LayerPtr m = make_model("resnet18_cifar", 10, 3, rng);
+  EXPECT_EQ(count_params(*m), 11173962);
+  const Named n = names_of(*m);
+  EXPECT_EQ(shape_of(*m, "conv1.weight"), Shape({64, 3, 3, 3}));
+  EXPECT_TRUE(contains(n.params, "layer2.0.shortcut.0.weight"));
+  EXPECT_TRUE(contains(n.buffers, "layer4.0.shortcut.1.running_var"));
+  EXPECT_FALSE(contains(n.params, "layer1.0.shortcut.0.weight"));  // identity there
+  EXPECT_EQ(n.params.back(), "linear.bias");
+  expect_unique(n);
+}
+
+// kuangliu VGG('VGG16'): features.{i} with conv-BN-ReLU at i, i+1, i+2; 14,728,266.
+TEST(ReferenceNames, Vgg16NamesAndCount) {
+  Rng rng(0);
+  LayerPtr m = make_model("vgg16", 10, 3, rng);
+  EXPECT_EQ(count_params(*m), 14728266);
+  const Named n = names_of(*m);
+  EXPECT_EQ(n.params[0], "features.0.weight");
+  EXPECT_EQ(n.params[1], "features.0.bias");
+  EXPECT_EQ(n.params[2], "features.1.weight");
+  EXPECT_EQ(n.params[4], "features.3.weight");
+  EXPECT_EQ(n.params[n.params.size() - 6], "features.40.weight");  // the last conv
+  EXPECT_EQ(shape_of(*m, "classifier.weight"), Shape({10, 512}));
+  expect_unique(n);
 }
 
 }  // namespace

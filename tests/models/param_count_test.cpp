@@ -1,5 +1,7 @@
-// Parameter counts against the reference implementations (torchvision, akamaster and
-// kuangliu CIFAR code, He et al. 2016 table 6).
+// Parameter counts against the reference implementations (He et al. 2016 table 6 and
+// akamaster/pytorch_resnet_cifar10; kuangliu/pytorch-cifar; torchvision). ResNet-18 and
+// ResNet-50 counts sit in names_test.cpp beside their names (one build per model keeps
+// the suite fast).
 #include <gtest/gtest.h>
 
 #include "models/registry.h"
@@ -14,8 +16,7 @@ int64_t count(const std::string& arch, int64_t classes, int64_t channels = 3) {
   return count_params(*m);
 }
 
-// He et al. 2016 sec. 4.2 with option A shortcuts (parameter-free), as the paper and
-// akamaster/pytorch_resnet_cifar10: 0.27M, 0.46M, 0.66M, 0.85M, 1.7M.
+// Option A shortcuts (parameter-free), as the paper: 0.27M, 0.46M, 0.66M, 0.85M, 1.7M.
 TEST(ParamCount, CifarResNetsOptionA) {
   EXPECT_EQ(count("resnet20", 10), 269722);
   EXPECT_EQ(count("resnet32", 10), 464154);
@@ -32,19 +33,9 @@ TEST(ParamCount, CifarResNet20OptionB) {
   EXPECT_EQ(count_params(*m), 272474);
 }
 
-TEST(ParamCount, CifarResNet18OfMiCRO) {
-  EXPECT_EQ(count("resnet18_cifar", 10), 11173962);
-}
-
-TEST(ParamCount, Vgg16Cifar) {
-  EXPECT_EQ(count("vgg16", 10), 14728266);
-}
-
-// torchvision.models.resnet{18,34,50}(): sum(p.numel() for p in m.parameters()).
-TEST(ParamCount, ImageNetResNets) {
-  EXPECT_EQ(count("resnet18", 1000), 11689512);
+// torchvision.models.resnet34(): sum(p.numel() for p in m.parameters()).
+TEST(ParamCount, ImageNetResNet34) {
   EXPECT_EQ(count("resnet34", 1000), 21797672);
-  EXPECT_EQ(count("resnet50", 1000), 25557032);
 }
 
 TEST(ParamCount, SmallCnn) {
@@ -55,7 +46,7 @@ TEST(ParamCount, SmallCnn) {
 // One input channel only shrinks the stem: (3 - 1) * 16 * 3 * 3 fewer for ResNet-20.
 TEST(ParamCount, OneChannelInput) {
   EXPECT_EQ(count("resnet20", 10, 1), 269722 - 2 * 16 * 9);
-  EXPECT_EQ(count("resnet18", 10, 1), 11689512 - 2 * 64 * 49 - 990 * 512 - 990);
+  EXPECT_EQ(count("resnet20", 100, 1), 269722 - 2 * 16 * 9 + 90 * 65);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/ops.h"
+#include "models/model_init.h"
 #include "models/registry.h"
 
 namespace st::test {
@@ -56,22 +57,16 @@ TEST(Registry, SameSeedSameWeights) {
   EXPECT_NE(pa[0]->value.to_vector(), pc[0]->value.to_vector());
 }
 
-// kaiming_normal(fan_out) on torchvision convs: the sample std is close to sqrt(2/fan_out).
-TEST(Registry, TorchvisionConvInitScale) {
-  Rng rng(3);
-  LayerPtr m = make_model("resnet18", 1000, 3, rng);
-  for (Param* p : collect_params(*m)) {
-    if (p->name != "layer3.0.conv2.weight") continue;  // [256, 256, 3, 3], fan_out 2304
-    const double var = sum_squares(p->value) / static_cast<double>(p->value.numel());
-    EXPECT_NEAR(std::sqrt(var), std::sqrt(2.0 / 2304.0), 0.01 * std::sqrt(2.0 / 2304.0));
-  }
-  for (Param* p : collect_params(*m)) {
-    if (p->name == "bn1.weight") {
-      EXPECT_EQ(p->value.to_vector(), std::vector<float>(64, 1.0f));
-    }
-    if (p->name == "bn1.bias") {
-      EXPECT_EQ(p->value.to_vector(), std::vector<float>(64, 0.0f));
-    }
+// kaiming_normal (He et al. 2015): std sqrt(2 / fan), fan from the weight's shape.
+TEST(ModelInit, KaimingNormalScale) {
+  for (FanMode mode : {FanMode::FanIn, FanMode::FanOut}) {
+    Param w;
+    w.value = Tensor::zeros({64, 32, 3, 3});
+    Rng rng(8);
+    kaiming_normal(w, mode, rng);
+    const double fan = mode == FanMode::FanIn ? 32 * 9 : 64 * 9;
+    const double std = std::sqrt(sum_squares(w.value) / static_cast<double>(w.value.numel()));
+    EXPECT_NEAR(std, std::sqrt(2.0 / fan), 0.02 * std::sqrt(2.0 / fan));
   }
 }
 

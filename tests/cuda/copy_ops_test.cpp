@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "core/cuda/stream.h"
@@ -107,6 +108,15 @@ TEST(CudaStream, ContextHandlesFollowCurrentStream) {
   cublasHandle_t b = ctx.cublas();
   ASSERT_EQ(cublasGetStream(b, &bound), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(bound, side.get());
+}
+
+TEST(CudaStream, EachThreadHasItsOwnContext) {
+  ST_REQUIRE_CUDA_DEVICE();
+  cudaStream_t mine = cuda::current_stream(0), theirs = nullptr;
+  std::thread other([&theirs] { theirs = cuda::current_stream(0); });
+  other.join();
+  EXPECT_NE(mine, theirs);
+  EXPECT_EQ(cuda::current_stream(0), mine);  // stable within a thread
 }
 
 }  // namespace

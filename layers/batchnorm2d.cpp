@@ -22,6 +22,23 @@ void BatchNorm2d::check_input(const Tensor& x) const {
            ", H, W], got ", x.shape());
 }
 
+namespace {
+// Per-plane sums run in float with SIMD lanes (vectorisable), planes accumulate in
+// double: the rounding error stays that of a plane, not of the whole channel.
+inline double plane_sum(const float* p, int64_t hw) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < hw; ++j) s += p[j];
+  return s;
+}
+inline double plane_centered_sq(const float* p, int64_t hw, float mean) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < hw; ++j) s += (p[j] - mean) * (p[j] - mean);
+  return s;
+}
+}  // namespace
+
 Tensor BatchNorm2d::forward_cpu(const Tensor& x) {
   check_input(x);
   x_ = x;
@@ -42,26 +59,18 @@ Tensor BatchNorm2d::forward_cpu(const Tensor& x) {
   const float* gamma = gamma_->value.f32();
   const float* beta = beta_->value.f32();
   const bool train = training_;
+  const int64_t c_count = c_;
 #pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < c_; ++c) {
+  for (int64_t c = 0; c < c_count; ++c) {
     float mean, var;
     if (train) {
-      // Two passes in double: stable variance for large planes.
+      // Two passes (mean, then centred squares): stable where E[x^2]-E[x]^2 is not.
       double s = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        const float* p = in + (i * c_ + c) * hw;
-        for (int64_t j = 0; j < hw; ++j) s += p[j];
-      }
-      const double mu = s / static_cast<double>(m);
+      for (int64_t i = 0; i < n; ++i) s += plane_sum(in + (i * c_count + c) * hw, hw);
+      mean = static_cast<float>(s / static_cast<double>(m));
       double ss = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        const float* p = in + (i * c_ + c) * hw;
-        for (int64_t j = 0; j < hw; ++j) {
-          const double d = p[j] - mu;
-          ss += d * d;
-        }
-      }
-      mean = static_cast<float>(mu);
+      for (int64_t i = 0; i < n; ++i)
+        ss += plane_centered_sq(in + (i * c_count + c) * hw, hw, mean);
       var = static_cast<float>(ss / static_cast<double>(m));
       // Running variance uses the unbiased estimate, as PyTorch does.
       rm[c] = math::running_update(rm[c], mean, momentum_);
@@ -74,11 +83,12 @@ Tensor BatchNorm2d::forward_cpu(const Tensor& x) {
     const float inv_std = 1.0f / std::sqrt(var + eps_);
     bm[c] = mean;
     bis[c] = inv_std;
+    const float g = gamma[c], b = beta[c];
     for (int64_t i = 0; i < n; ++i) {
-      const float* p = in + (i * c_ + c) * hw;
-      float* q = out + (i * c_ + c) * hw;
-      for (int64_t j = 0; j < hw; ++j)
-        q[j] = math::bn_normalize(p[j], mean, inv_std, gamma[c], beta[c]);
+      const float* p = in + (i * c_count + c) * hw;
+      float* q = out + (i * c_count + c) * hw;
+#pragma omp simd
+      for (int64_t j = 0; j < hw; ++j) q[j] = math::bn_normalize(p[j], mean, inv_std, g, b);
     }
   }
   if (train) ++tracked_->value.data<int64_t>()[0];
@@ -99,30 +109,39 @@ Tensor BatchNorm2d::backward_cpu(const Tensor& dy) {
   float* dgamma = gamma_->grad.f32();
   float* dbeta = beta_->grad.f32();
   const bool batch_stats = used_batch_stats_;
+  const int64_t c_count = c_;
 #pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < c_; ++c) {
+  for (int64_t c = 0; c < c_count; ++c) {
+    const float mean = bm[c], inv_std = bis[c];
     double sum_dy = 0, sum_dy_xhat = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const float* p = in + (i * c_ + c) * hw;
-      const float* q = g + (i * c_ + c) * hw;
+      const float* p = in + (i * c_count + c) * hw;
+      const float* q = g + (i * c_count + c) * hw;
+      float a = 0.0f, b = 0.0f;
+#pragma omp simd reduction(+ : a, b)
       for (int64_t j = 0; j < hw; ++j) {
-        sum_dy += q[j];
-        sum_dy_xhat += q[j] * (p[j] - bm[c]) * bis[c];
+        a += q[j];
+        b += q[j] * (p[j] - mean);
       }
+      sum_dy += a;
+      sum_dy_xhat += b;
     }
+    sum_dy_xhat *= inv_std;
     dgamma[c] += static_cast<float>(sum_dy_xhat);
     dbeta[c] += static_cast<float>(sum_dy);
     const float sdy = static_cast<float>(sum_dy), sdx = static_cast<float>(sum_dy_xhat);
+    const float gc = gamma[c];
     for (int64_t i = 0; i < n; ++i) {
-      const float* p = in + (i * c_ + c) * hw;
-      const float* q = g + (i * c_ + c) * hw;
-      float* r = out + (i * c_ + c) * hw;
+      const float* p = in + (i * c_count + c) * hw;
+      const float* q = g + (i * c_count + c) * hw;
+      float* r = out + (i * c_count + c) * hw;
       if (batch_stats) {
+#pragma omp simd
         for (int64_t j = 0; j < hw; ++j)
-          r[j] = math::bn_backward_dx(q[j], (p[j] - bm[c]) * bis[c], gamma[c], bis[c], sdy, sdx,
-                                      inv_m);
+          r[j] = math::bn_backward_dx(q[j], (p[j] - mean) * inv_std, gc, inv_std, sdy, sdx, inv_m);
       } else {
-        for (int64_t j = 0; j < hw; ++j) r[j] = q[j] * gamma[c] * bis[c];
+#pragma omp simd
+        for (int64_t j = 0; j < hw; ++j) r[j] = q[j] * gc * inv_std;
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "core/device.h"
+#include "core/host_allocator.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 
@@ -78,6 +79,27 @@ TEST(Rng, UniformInRangeAndSeeded) {
   }
   EXPECT_NEAR(mean / 10000, 0.5, 0.02);
   EXPECT_NE(Rng(5).uniform(), c.uniform());
+}
+
+}  // namespace
+}  // namespace st::test
+
+namespace st::test {
+namespace {
+
+TEST(HostAllocator, ReusesFreedLargeBlocksAndCountsBytes) {
+  const host::Stats before = host::stats();
+  void* first;
+  {
+    Tensor big = Tensor::empty({1 << 20});  // 4 MB: cached on release
+    first = big.raw();
+    EXPECT_GE(host::stats().in_use, before.in_use + (4u << 20));
+  }
+  EXPECT_GE(host::stats().cached, 4u << 20);
+  Tensor again = Tensor::empty({1 << 20});
+  EXPECT_EQ(again.raw(), first);  // the same block comes back, no new pages
+  host::empty_cache();
+  EXPECT_EQ(host::stats().cached, 0u);
 }
 
 }  // namespace

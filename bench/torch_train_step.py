@@ -1,0 +1,98 @@
+"""PyTorch peer of bench/train_step_bench.cpp: the same CIFAR ResNet-20 (He et al. 2016,
+option-A shortcuts), batch, input size and SGD settings; median step time and peak RSS."""
+import argparse
+import json
+import resource
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class PadShortcut(nn.Module):
+    def __init__(self, planes):
+        super().__init__()
+        self.pad = planes // 4
+
+    def forward(self, x):
+        return F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad, self.pad))
+
+
+class Block(nn.Module):
+    def __init__(self, inp, planes, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inp, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.shortcut = PadShortcut(planes) if stride != 1 or inp != planes else nn.Identity()
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class ResNetCifar(nn.Module):
+    def __init__(self, n, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        layers, inp = [], 16
+        for planes, stride in ((16, 1), (32, 2), (64, 2)):
+            for i in range(n):
+                layers.append(Block(inp, planes, stride if i == 0 else 1))
+                inp = planes
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(64, classes)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.layers(x)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", default="resnet20")
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--size", type=int, default=32)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    depth = int(a.arch.replace("resnet", ""))
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    model = ResNetCifar((depth - 2) // 6)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    x = torch.randn(a.batch, 3, a.size, a.size)
+    y = torch.arange(a.batch) % 10
+    fwd, bwd, step, total = [], [], [], []
+    for r in range(3 + a.reps):
+        t = time.perf_counter()
+        loss = F.cross_entropy(model(x), y)
+        f = time.perf_counter() - t
+        t = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        b = time.perf_counter() - t
+        t = time.perf_counter()
+        opt.step()
+        o = time.perf_counter() - t
+        if r >= 3:
+            fwd.append(f * 1e3)
+            bwd.append(b * 1e3)
+            step.append(o * 1e3)
+            total.append((f + b + o) * 1e3)
+    med = lambda v: sorted(v)[len(v) // 2]
+    print(json.dumps({"bench": "train_step", "impl": "torch", "arch": a.arch, "batch": a.batch,
+                      "size": a.size, "threads": a.threads, "fwd_ms": round(med(fwd), 2),
+                      "bwd_ms": round(med(bwd), 2), "opt_ms": round(med(step), 2),
+                      "step_ms": round(med(total), 2),
+                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}),
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+// One training step of a model (forward + backward + SGD) on random data: median step
+// time and peak resident memory. The PyTorch peer is bench/torch_train_step.py and
+// bench/compare_train_step.py runs both in one go.
+//   train_step_bench [--arch resnet20] [--batch 128] [--size 32] [--reps 20] [--threads 2]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "layers/flat_params.h"
+#include "layers/softmax_cross_entropy.h"
+#include "models/registry.h"
+#include "optim/sgd.h"
+
+int main(int argc, char** argv) {
+  std::string arch = "resnet20";
+  int batch = 128, size = 32, reps = 20, threads = 2, warmup = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string f = argv[i];
+    if (f == "--arch")
+      arch = argv[i + 1];
+    else if (f == "--batch")
+      batch = std::atoi(argv[i + 1]);
+    else if (f == "--size")
+      size = std::atoi(argv[i + 1]);
+    else if (f == "--reps")
+      reps = std::atoi(argv[i + 1]);
+    else if (f == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr,
+                   "train_step_bench: unknown flag %s (--arch --batch --size --reps --threads)\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  try {
+    st::set_num_threads(threads);
+    st::Rng rng(0);
+    st::LayerPtr model = st::make_model(arch, 10, 3, rng, size);
+    st::FlatParams flat(*model, st::Device::cpu());
+    st::SgdOptions so;
+    so.lr = 0.01f;
+    so.momentum = 0.9f;
+    so.weight_decay = 1e-4f;
+    st::Sgd sgd(flat.params(), so);
+    st::Tensor x = st::Tensor::empty({batch, 3, size, size});
+    st::Rng data(1);
+    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = data.normal();
+    std::vector<int32_t> labels(batch);
+    for (int i = 0; i < batch; ++i) labels[i] = i % 10;
+    st::Tensor y = st::Tensor::from_vector_i32(labels, {batch});
+    st::SoftmaxCrossEntropy ce;
+    std::vector<double> fwd, bwd, opt, total;
+    for (int r = 0; r < warmup + reps; ++r) {
+      st::Timer t;
+      ce.forward(model->forward(x), y);
+      const double f = t.ms();
+      t.reset();
+      flat.zero_grads();
+      model->backward(ce.backward());
+      const double b = t.ms();
+      t.reset();
+      sgd.step();
+      const double o = t.ms();
+      if (r >= warmup) {
+        fwd.push_back(f);
+        bwd.push_back(b);
+        opt.push_back(o);
+        total.push_back(f + b + o);
+      }
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    std::printf(
+        "{\"bench\":\"train_step\",\"impl\":\"sparsetrain\",\"arch\":\"%s\",\"batch\":%d,\"size\":%"
+        "d,"
+        "\"threads\":%d,\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"opt_ms\":%.2f,\"step_ms\":%.2f,"
+        "\"peak_rss_mb\":%.1f}\n",
+        arch.c_str(), batch, size, threads, median(fwd), median(bwd), median(opt), median(total),
+        u.ru_maxrss / 1024.0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_step_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,6 +1,7 @@
 // Names, shapes and counts against the reference implementations. ImageNet ResNets must
 // equal torchvision's state_dict keys (so checkpoints load in PyTorch); the expected
-// lists follow torchvision/models/resnet.py's _make_layer. One model build per test.
+// lists follow torchvision/models/resnet.py's _make_layer. One model build per test, which
+// also runs a training step for the ImageNet ResNets (small inputs keep it fast).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "core/ops.h"
 #include "models/registry.h"
+#include "tests/models/model_step.h"
 
 namespace st::test {
 namespace {
@@ -78,7 +80,7 @@ Shape shape_of(Layer& m, const std::string& name) {
   return p ? p->value.shape() : Shape{};
 }
 
-TEST(TorchvisionResNet, ResNet18NamesCountAndInit) {
+TEST(TorchvisionResNet, ResNet18NamesCountInitAndStep) {
   Rng rng(0);
   LayerPtr m = make_model("resnet18", 1000, 3, rng);
   EXPECT_EQ(count_params(*m), 11689512);
@@ -105,9 +107,11 @@ TEST(TorchvisionResNet, ResNet18NamesCountAndInit) {
   EXPECT_NEAR(std, std::sqrt(2.0 / 2304.0), 0.01 * std::sqrt(2.0 / 2304.0));
   EXPECT_EQ(find_param(*m, "bn1.weight")->value.to_vector(), std::vector<float>(64, 1.0f));
   EXPECT_EQ(find_param(*m, "bn1.bias")->value.to_vector(), std::vector<float>(64, 0.0f));
+  // A training step on Fashion-MNIST-sized input: 28 -> 14 -> 7 -> 4 -> 2 -> 1.
+  check_training_step(*m, 3, 28, 1000);
 }
 
-TEST(TorchvisionResNet, ResNet50NamesAndCount) {
+TEST(TorchvisionResNet, ResNet50NamesCountAndStep) {
   Rng rng(0);
   LayerPtr m = make_model("resnet50", 1000, 3, rng);
   EXPECT_EQ(count_params(*m), 25557032);
@@ -124,6 +128,7 @@ TEST(TorchvisionResNet, ResNet50NamesAndCount) {
   EXPECT_EQ(shape_of(*m, "layer3.5.conv3.weight"), Shape({1024, 256, 1, 1}));
   EXPECT_EQ(shape_of(*m, "layer4.2.bn3.weight"), Shape({2048}));
   EXPECT_EQ(shape_of(*m, "fc.weight"), Shape({1000, 2048}));
+  check_training_step(*m, 3, 32, 1000);
 }
 
 // akamaster names: conv1, bn1, layer{1,2,3}.{i}.{conv,bn}{1,2}, linear; option A

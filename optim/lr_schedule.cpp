@@ -117,7 +117,11 @@ LrSchedule parse_lr_schedule(const std::string& spec, float base_lr, int64_t epo
   } else if (kind == "cosine" && parts.size() == 1) {
     s = LrSchedule::cosine(base_lr, epochs);
   } else if (kind == "multistep" && parts.size() == 1) {
-    s = LrSchedule::multistep(base_lr, {epochs / 2, epochs * 3 / 4});
+    // Skip milestones that would fall on epoch 0 or repeat in very short runs.
+    std::vector<int64_t> milestones;
+    for (int64_t m : {epochs / 2, epochs * 3 / 4})
+      if (m > 0 && (milestones.empty() || m > milestones.back())) milestones.push_back(m);
+    s = LrSchedule::multistep(base_lr, std::move(milestones));
   } else if (kind == "multistep" && parts.size() <= 3) {
     std::vector<int64_t> milestones;
     float gamma = 0.1f;

@@ -109,6 +109,8 @@ TEST(LrScheduleParse, Specs) {
   LrSchedule m = parse_lr_schedule("multistep", 0.1f, 160);
   EXPECT_EQ(m.decay, LrDecay::MultiStep);
   EXPECT_EQ(m.milestones, std::vector<int64_t>({80, 120}));
+  EXPECT_EQ(parse_lr_schedule("multistep", 0.1f, 1).milestones, std::vector<int64_t>());
+  EXPECT_EQ(parse_lr_schedule("multistep", 0.1f, 2).milestones, std::vector<int64_t>({1}));
   LrSchedule g = parse_lr_schedule("multistep:30,60:0.2", 0.1f, 90, 5.0);
   EXPECT_EQ(g.milestones, std::vector<int64_t>({30, 60}));
   EXPECT_FLOAT_EQ(g.gamma, 0.2f);

@@ -1,0 +1,79 @@
+#include "comm/communicator.h"
+
+#include <cstdlib>
+
+#include "comm/local_communicator.h"
+#include "comm/mpi_communicator.h"
+#include "core/error.h"
+
+namespace st {
+
+Communicator::~Communicator() = default;
+
+CommWorker& Communicator::worker() {
+  if (!worker_) worker_ = std::make_unique<CommWorker>();
+  return *worker_;
+}
+
+Work Communicator::allreduce_async(Tensor& t, ReduceOp op) {
+  return worker().submit([this, t, op]() mutable { allreduce(t, op); });
+}
+
+Work Communicator::allgather_async(const Tensor& in, Tensor& out) {
+  return worker().submit([this, in, out]() mutable { allgather(in, out); });
+}
+
+Work Communicator::broadcast_async(Tensor& t, int root) {
+  return worker().submit([this, t, root]() mutable { broadcast(t, root); });
+}
+
+Work Communicator::submit(std::function<void()> fn) {
+  return worker().submit(std::move(fn));
+}
+
+void Communicator::wait_idle() {
+  if (worker_) worker_->wait_idle();
+}
+
+double Communicator::allreduce_scalar(double v, ReduceOp op) {
+  // float64 is not a tensor dtype here; two floats keep ~14 significant digits.
+  const float hi = static_cast<float>(v);
+  Tensor t = Tensor::from_vector({hi, static_cast<float>(v - hi)}, {2});
+  if (op == ReduceOp::Sum) {
+    allreduce(t, op);
+    return static_cast<double>(t.f32()[0]) + t.f32()[1];
+  }
+  Tensor one = Tensor::from_vector({hi}, {1});
+  allreduce(one, op);
+  return one.f32()[0];
+}
+
+void Communicator::check_same_on_all_ranks(int64_t value, const std::string& what) {
+  Tensor mine = Tensor::zeros({1}, DType::I64);
+  mine.data<int64_t>()[0] = value;
+  Tensor all = Tensor::zeros({size()}, DType::I64);
+  allgather(mine, all);
+  const int64_t* v = all.data<int64_t>();
+  for (int r = 1; r < size(); ++r)
+    ST_CHECK(v[r] == v[0], what, " differs between ranks: rank 0 has ", v[0], ", rank ", r, " has ",
+             v[r]);
+}
+
+bool launched_by_mpi() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_NTASKS"})
+    if (std::getenv(var) != nullptr) return true;
+  return false;
+}
+
+std::unique_ptr<Communicator> make_communicator(const std::string& backend) {
+  if (backend == "local") return std::make_unique<LocalCommunicator>();
+  if (backend == "mpi") return std::make_unique<MpiCommunicator>();
+  if (backend == "auto") {
+    if (launched_by_mpi()) return std::make_unique<MpiCommunicator>();
+    return std::make_unique<LocalCommunicator>();
+  }
+  if (backend == "nccl") return make_nccl_communicator();
+  ST_THROW("--comm: unknown backend '", backend, "' (auto, mpi, nccl, local)");
+}
+
+}  // namespace st

@@ -1,0 +1,67 @@
+// Communicator: the collectives data-parallel training needs, over one process group.
+// Backends: MPI (CPU tensors, Open MPI), NCCL (CUDA tensors, bootstrapped over MPI) and
+// Local (a single process; every collective is the identity). Collectives block the
+// calling thread; the *_async variants run on the communicator's own worker thread, in
+// submission order, and return a handle to wait on. While async work is in flight, the
+// caller must not start blocking collectives (MPI runs in THREAD_SERIALIZED mode).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/comm_worker.h"
+#include "core/tensor.h"
+
+namespace st {
+
+enum class ReduceOp { Sum, Max, Min };
+
+class Communicator {
+ public:
+  virtual ~Communicator();
+
+  virtual std::string backend() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // In place: every rank ends with the element-wise reduction over all ranks.
+  virtual void allreduce(Tensor& t, ReduceOp op = ReduceOp::Sum) = 0;
+  // out[r * n : (r+1) * n] = in of rank r, with n = in.numel(); out has size() * n elements.
+  virtual void allgather(const Tensor& in, Tensor& out) = 0;
+  // Variable counts: rank r contributes counts[r] elements (in.numel() == counts[rank()]),
+  // placed at the prefix-sum offset in out.
+  virtual void allgatherv(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) = 0;
+  virtual void broadcast(Tensor& t, int root) = 0;
+  virtual void barrier() = 0;
+
+  // Asynchronous variants: queued on the worker thread; tensors must stay alive and
+  // untouched until the handle is waited on.
+  Work allreduce_async(Tensor& t, ReduceOp op = ReduceOp::Sum);
+  Work allgather_async(const Tensor& in, Tensor& out);
+  Work broadcast_async(Tensor& t, int root);
+  // Runs any closure on the worker thread (the reducer's bucket exchanges use this).
+  Work submit(std::function<void()> fn);
+  // Blocks until every submitted task has finished.
+  void wait_idle();
+
+  // Scalar helpers on top of allreduce.
+  double allreduce_scalar(double v, ReduceOp op = ReduceOp::Sum);
+  // Throws on any rank whose `value` differs from rank 0's, naming `what` and the rank.
+  void check_same_on_all_ranks(int64_t value, const std::string& what);
+
+ protected:
+  CommWorker& worker();
+
+ private:
+  std::unique_ptr<CommWorker> worker_;
+};
+
+// "auto" picks MPI when launched by mpirun/srun with more than one process, else Local.
+// "mpi", "local", "nccl" force a backend; errors name the backend and the reason.
+std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto");
+
+// True when this process was started by an MPI launcher (mpirun, srun).
+bool launched_by_mpi();
+
+}  // namespace st

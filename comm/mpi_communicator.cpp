@@ -1,0 +1,124 @@
+#include "comm/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include "comm/mpi_check.h"
+
+namespace st {
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::F32:
+      return MPI_FLOAT;
+    case DType::I32:
+      return MPI_INT32_T;
+    case DType::I64:
+      return MPI_INT64_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return MPI_SUM;
+    case ReduceOp::Max:
+      return MPI_MAX;
+    case ReduceOp::Min:
+      return MPI_MIN;
+  }
+  return MPI_OP_NULL;
+}
+
+void require_cpu(const Tensor& t, const char* op) {
+  ST_CHECK(t.device().is_cpu(), "MPI ", op, ": tensor ", t.str(),
+           " is not on the CPU (use the NCCL backend for CUDA tensors)");
+}
+
+int as_count(int64_t n, const char* op) {
+  ST_CHECK(n <= INT32_MAX, "MPI ", op, ": ", n, " elements exceed MPI's int count");
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator() {
+  int initialized = 0;
+  ST_MPI_CHECK(MPI_Initialized(&initialized));
+  if (!initialized) {
+    int provided = 0;
+    ST_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
+    owns_init_ = true;
+    ST_CHECK(provided >= MPI_THREAD_SERIALIZED, "MPI: the library provides thread level ", provided,
+             ", sparsetrain needs MPI_THREAD_SERIALIZED");
+  }
+  ST_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  ST_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  ST_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  wait_idle();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_init_ && !finalized) MPI_Finalize();
+}
+
+void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {
+  require_cpu(t, "allreduce");
+  if (t.numel() == 0) return;
+  ST_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, t.raw(), as_count(t.numel(), "allreduce"),
+                             mpi_type(t.dtype()), mpi_op(op), MPI_COMM_WORLD));
+}
+
+void MpiCommunicator::allgather(const Tensor& in, Tensor& out) {
+  require_cpu(in, "allgather");
+  require_cpu(out, "allgather");
+  ST_CHECK(out.numel() == in.numel() * size_ && out.dtype() == in.dtype(), "MPI allgather: output ",
+           out.str(), " cannot hold ", size_, " x ", in.str());
+  const int n = as_count(in.numel(), "allgather");
+  ST_MPI_CHECK(MPI_Allgather(in.raw(), n, mpi_type(in.dtype()), out.raw(), n, mpi_type(in.dtype()),
+                             MPI_COMM_WORLD));
+}
+
+void MpiCommunicator::allgatherv(const Tensor& in, Tensor& out,
+                                 const std::vector<int64_t>& counts) {
+  require_cpu(in, "allgatherv");
+  require_cpu(out, "allgatherv");
+  ST_CHECK(static_cast<int>(counts.size()) == size_, "MPI allgatherv: ", counts.size(),
+           " counts for ", size_, " ranks");
+  ST_CHECK(counts[rank_] == in.numel(), "MPI allgatherv: rank ", rank_, " sends ", in.numel(),
+           " elements but counts say ", counts[rank_]);
+  std::vector<int> c(size_), displs(size_);
+  int64_t total = 0;
+  for (int r = 0; r < size_; ++r) {
+    c[r] = as_count(counts[r], "allgatherv");
+    displs[r] = as_count(total, "allgatherv");
+    total += counts[r];
+  }
+  ST_CHECK(out.numel() >= total && out.dtype() == in.dtype(), "MPI allgatherv: output ", out.str(),
+           " cannot hold ", total, " elements");
+  ST_MPI_CHECK(MPI_Allgatherv(in.raw(), c[rank_], mpi_type(in.dtype()), out.raw(), c.data(),
+                              displs.data(), mpi_type(in.dtype()), MPI_COMM_WORLD));
+}
+
+void MpiCommunicator::broadcast(Tensor& t, int root) {
+  require_cpu(t, "broadcast");
+  ST_CHECK(root >= 0 && root < size_, "MPI broadcast: root ", root, " outside [0, ", size_, ")");
+  if (t.numel() == 0) return;
+  ST_MPI_CHECK(MPI_Bcast(t.raw(), as_count(t.numel(), "broadcast"), mpi_type(t.dtype()), root,
+                         MPI_COMM_WORLD));
+}
+
+void MpiCommunicator::barrier() {
+  ST_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+void MpiCommunicator::abort_job(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace st

@@ -1,0 +1,36 @@
+// MpiCommunicator: collectives over MPI_COMM_WORLD for CPU tensors (Open MPI). MPI is
+// initialised with MPI_THREAD_SERIALIZED: collectives may come from the worker thread
+// or the caller, never both at once. Errors return (MPI_ERRORS_RETURN) and become
+// st::Error naming the call; a failed peer makes mpirun stop the job.
+#pragma once
+
+#include <memory>
+
+#include "comm/communicator.h"
+
+namespace st {
+
+class MpiCommunicator : public Communicator {
+ public:
+  MpiCommunicator();
+  ~MpiCommunicator() override;
+  std::string backend() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void allreduce(Tensor& t, ReduceOp op) override;
+  void allgather(const Tensor& in, Tensor& out) override;
+  void allgatherv(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override;
+  void broadcast(Tensor& t, int root) override;
+  void barrier() override;
+  // Ends every process of the job (after printing the reason), as MPI_Abort does.
+  [[noreturn]] static void abort_job(int code);
+
+ private:
+  int rank_ = 0, size_ = 1;
+  bool owns_init_ = false;
+};
+
+// NCCL for CUDA tensors; throws naming the reason where the build or machine has no NCCL.
+std::unique_ptr<Communicator> make_nccl_communicator();
+
+}  // namespace st

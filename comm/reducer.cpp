@@ -1,0 +1,132 @@
+#include "comm/reducer.h"
+
+#include <cstdio>
+
+#include "core/ops.h"
+
+namespace st {
+
+void AllreduceHook::exchange(const Bucket&, Tensor& grads, Communicator& comm, int64_t) {
+  comm.allreduce(grads, ReduceOp::Sum);
+  scale_inplace(grads, 1.0f / static_cast<float>(comm.size()));
+}
+
+Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHook> hook,
+                 ReducerOptions options)
+    : flat_(flat), comm_(comm), hook_(std::move(hook)), opt_(options) {
+  ST_CHECK(hook_ != nullptr, "Reducer: no bucket hook");
+  ST_CHECK(opt_.first_bucket_mb > 0 && opt_.bucket_cap_mb > 0,
+           "--bucket-cap-mb and the first bucket size must be positive, got ", opt_.bucket_cap_mb);
+  const auto& params = flat.params();
+  bucket_of_.assign(params.size(), -1);
+  // Reverse registration order = the order gradients become ready = flat buffer order.
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    Param* p = *it;
+    // The bucket being filled is the first one while only one exists.
+    const double cap_mb = buckets_.size() == 1 ? opt_.first_bucket_mb : opt_.bucket_cap_mb;
+    const double cap_bytes = cap_mb * (1 << 20);
+    const int64_t bytes = p->value.numel() * 4;
+    if (buckets_.empty() ||
+        (!buckets_.back().params.empty() &&
+         static_cast<double>((buckets_.back().numel * 4) + bytes) > cap_bytes)) {
+      Bucket b;
+      b.id = static_cast<int>(buckets_.size());
+      b.offset = flat.offset(*p);
+      buckets_.push_back(b);
+    }
+    Bucket& b = buckets_.back();
+    ST_CHECK(flat.offset(*p) == b.offset + b.numel, "Reducer: parameter ", p->name,
+             " is not contiguous with its bucket in the flat gradient buffer");
+    b.params.push_back(p);
+    b.numel += p->value.numel();
+    bucket_of_[p->index] = b.id;
+  }
+  // Every rank must cut the same plan, or collectives would pair up wrongly.
+  int64_t signature = static_cast<int64_t>(buckets_.size());
+  for (const Bucket& b : buckets_) signature = signature * 1000003 + b.numel;
+  comm_.check_same_on_all_ranks(signature, "the gradient bucket plan (model or --bucket-cap-mb)");
+  pending_.assign(buckets_.size(), 0);
+  work_.assign(buckets_.size(), Work());
+  ready_seen_.assign(params.size(), 0);
+  for (Param* p : params) p->on_grad_ready = [this](Param& q) { on_grad_ready(q); };
+}
+
+Reducer::~Reducer() {
+  comm_.wait_idle();
+  for (Param* p : flat_.params()) p->on_grad_ready = nullptr;
+}
+
+void Reducer::begin_backward() {
+  ST_CHECK(!in_backward_, "Reducer: begin_backward() twice without finalize()");
+  in_backward_ = true;
+  for (const Bucket& b : buckets_) pending_[b.id] = static_cast<int>(b.params.size());
+  std::fill(ready_seen_.begin(), ready_seen_.end(), 0);
+  next_launch_ = 0;
+  t0_ = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  timeline_.clear();
+}
+
+double Reducer::ms_since_begin() const {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+void Reducer::on_grad_ready(Param& p) {
+  if (!in_backward_) return;  // a backward outside training (e.g. a gradient check)
+  ST_CHECK(!ready_seen_[p.index], "Reducer: parameter ", p.name,
+           " announced gradient-ready twice in one backward");
+  ready_seen_[p.index] = 1;
+  const int b = bucket_of_[p.index];
+  if (--pending_[b] > 0 || opt_.defer_until_finalize) return;
+  // Launch strictly in bucket order, so every rank issues the same collective sequence.
+  while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0)
+    launch(next_launch_++);
+}
+
+void Reducer::launch(int b) {
+  const double ready_ms = ms_since_begin();
+  record_span({"ready bucket " + std::to_string(b), "backward", ready_ms, ready_ms});
+  const int64_t iteration = iteration_;
+  work_[b] = comm_.submit([this, b, iteration] {
+    const Bucket& bucket = buckets_[b];
+    Tensor grads = flat_.grads().slice_flat(bucket.offset, Shape{bucket.numel});
+    const double begin = ms_since_begin();
+    hook_->exchange(bucket, grads, comm_, iteration);
+    record_span({hook_->name() + " bucket " + std::to_string(b) + " (" +
+                     std::to_string(bucket.numel) + " floats)",
+                 "comm", begin, ms_since_begin()});
+  });
+}
+
+double Reducer::finalize() {
+  ST_CHECK(in_backward_, "Reducer: finalize() without begin_backward()");
+  const auto start = std::chrono::steady_clock::now();
+  for (const Bucket& b : buckets_) {
+    if (pending_[b.id] == 0) continue;
+    for (Param* p : b.params)
+      ST_CHECK(ready_seen_[p->index], "Reducer: parameter ", p->name, " (bucket ", b.id,
+               ") never announced gradient-ready in this backward; every parameter must take "
+               "part in the loss");
+  }
+  while (next_launch_ < static_cast<int>(buckets_.size())) launch(next_launch_++);
+  in_backward_ = false;
+  ++iteration_;
+  for (Work& w : work_) {
+    w.wait();
+    w = Work();
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+std::vector<TimelineSpan> Reducer::timeline() const {
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  return timeline_;
+}
+
+void Reducer::record_span(TimelineSpan span) {
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  timeline_.push_back(std::move(span));
+}
+
+}  // namespace st

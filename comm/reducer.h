@@ -1,0 +1,106 @@
+// Reducer: the bucketed gradient pipeline (PyTorch DDP's design, Li et al. VLDB 2020).
+// A fixed plan cuts the flat gradient buffer, which FlatParams lays out in reverse
+// parameter order, into contiguous buckets: a small first one, then `bucket_cap_mb`.
+// During backward each parameter's "gradient ready" counts its bucket down; a complete
+// bucket is launched, strictly in bucket order on every rank, as a task on the
+// communicator's worker thread, where its hook exchanges it while backward continues.
+// finalize() waits for every bucket before the optimiser step.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "layers/flat_params.h"
+
+namespace st {
+
+struct Bucket {
+  int id = 0;
+  int64_t offset = 0;  // into the flat gradient buffer
+  int64_t numel = 0;
+  std::vector<Param*> params;  // in the order their gradients become ready
+};
+
+// What a bucket's exchange does. Runs on the communication thread; must issue the same
+// collectives in the same order on every rank. Per-bucket state is keyed by bucket.id.
+class BucketHook {
+ public:
+  virtual ~BucketHook() = default;
+  virtual std::string name() const = 0;
+  // `grads` is the bucket's view of the flat gradient buffer: on return it must hold
+  // the update every rank applies (for plain data parallelism, the average).
+  virtual void exchange(const Bucket& bucket, Tensor& grads, Communicator& comm,
+                        int64_t iteration) = 0;
+};
+
+// Dense averaging allreduce: the default hook.
+class AllreduceHook : public BucketHook {
+ public:
+  std::string name() const override { return "dense"; }
+  void exchange(const Bucket& bucket, Tensor& grads, Communicator& comm,
+                int64_t iteration) override;
+};
+
+struct ReducerOptions {
+  double first_bucket_mb = 1.0;  // DDP's small first bucket: communication starts early
+  double bucket_cap_mb = 25.0;   // a huge cap gives one whole-model bucket (the papers' setting)
+  // Launch buckets only after backward ends (the non-overlapped baseline for benchmarks).
+  bool defer_until_finalize = false;
+};
+
+// One interval on the timeline, in ms since the iteration's begin_backward().
+struct TimelineSpan {
+  std::string name;
+  std::string track;  // "backward", "comm"
+  double begin_ms = 0, end_ms = 0;
+};
+
+class Reducer {
+ public:
+  Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHook> hook,
+          ReducerOptions options = {});
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  BucketHook& hook() { return *hook_; }
+  // Call right before model.backward(): resets the countdowns and the timeline.
+  void begin_backward();
+  // Waits for every bucket; throws naming any parameter that never became ready, and
+  // rethrows an exchange's error. Returns the time spent waiting (exposed communication).
+  double finalize();
+  int64_t iteration() const { return iteration_; }
+
+  // The last iteration's spans: gradient-ready marks and each bucket's exchange.
+  std::vector<TimelineSpan> timeline() const;
+  // Adds a span measured elsewhere (per-layer backward) to the timeline.
+  void record_span(TimelineSpan span);
+  double ms_since_begin() const;
+
+ private:
+  void on_grad_ready(Param& p);
+  void launch(int b);
+
+  FlatParams& flat_;
+  Communicator& comm_;
+  std::shared_ptr<BucketHook> hook_;
+  ReducerOptions opt_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_;    // by Param::index
+  std::vector<int> pending_;      // parameters still to become ready, per bucket
+  std::vector<char> ready_seen_;  // by Param::index, this iteration
+  std::vector<Work> work_;        // per bucket, this iteration
+  int next_launch_ = 0;
+  int64_t iteration_ = 0;
+  bool in_backward_ = false;
+  std::chrono::steady_clock::time_point t0_;
+  mutable std::mutex timeline_mu_;
+  std::vector<TimelineSpan> timeline_;
+};
+
+}  // namespace st

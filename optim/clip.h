@@ -1,4 +1,4 @@
-// Gradient-norm clipping as torch.nn.utils.clip_grad_norm_ (Pascanu et al. 2013, alg. 2):
+// Gradient-norm clipping as torch.nn.utils.clip_grad_norm_ (Pascanu et al. 2013, alg. 1):
 // the global L2 norm over all gradients; when it exceeds max_norm every gradient is
 // scaled by max_norm / (norm + 1e-6).
 #pragma once

@@ -1,7 +1,7 @@
 // Stochastic gradient descent exactly as torch.optim.SGD in PyTorch 1.13: weight decay
 // added to the gradient, a momentum buffer that starts as the first gradient
 // (dampening 0 by default), optional Nesterov momentum. Optionally no weight decay on
-// BatchNorm and bias parameters (Goyal et al. 2017, sec. 5.1 discusses why).
+// BatchNorm and bias parameters, as Goyal et al. 2017 do for BN's gamma and beta.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/stream.h"
 #include "core/storage.h"
+#include "core/tensor.h"
 
 namespace st::cuda {
 
@@ -35,20 +36,38 @@ CachingAllocator::CachingAllocator(RawAllocator raw) : raw_(std::move(raw)) {}
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard<std::mutex> lock(mu_);
+  collect_pending();
   for (auto& [dev, d] : devices_) release_cached(d);
+}
+
+void CachingAllocator::collect_pending() {
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    bool done = true;
+    for (void* e : p.events) done = done && raw_.event_done(e);
+    if (!done) {
+      ++i;
+      continue;
+    }
+    for (void* e : p.events) raw_.destroy_event(e);
+    devices_[p.block.device].free_blocks.emplace(p.block.size, std::move(p.block));
+    pending_[i] = std::move(pending_.back());
+    pending_.pop_back();
+  }
 }
 
 void* CachingAllocator::allocate(size_t bytes, int device, const void* stream) {
   const size_t size = round_size(bytes);
   std::lock_guard<std::mutex> lock(mu_);
+  if (!pending_.empty()) collect_pending();
   DeviceState& d = devices_[device];
   const size_t limit = max_reuse_size(size);
   for (auto it = d.free_blocks.lower_bound(size); it != d.free_blocks.end() && it->first <= limit;
        ++it) {
     if (it->second.stream != stream) continue;
-    Block b = it->second;
+    Block b = std::move(it->second);
     d.free_blocks.erase(it);
-    live_.emplace(b.ptr, b);
+    live_.emplace(static_cast<char*>(b.ptr), b);
     d.stats.allocated += b.size;
     d.stats.peak_allocated = std::max(d.stats.peak_allocated, d.stats.allocated);
     ++d.stats.cache_hits;
@@ -63,8 +82,7 @@ void* CachingAllocator::allocate(size_t bytes, int device, const void* stream) {
   ST_CHECK(ptr != nullptr, "CUDA out of memory: cannot allocate ", bytes, " bytes (class ", size,
            ") on cuda:", device, "; ", d.stats.allocated, " bytes in use, ", d.stats.reserved,
            " reserved by sparsetrain");
-  Block b{ptr, size, device, stream};
-  live_.emplace(ptr, b);
+  live_.emplace(static_cast<char*>(ptr), Block{ptr, size, device, stream, {}});
   d.stats.reserved += size;
   d.stats.allocated += size;
   d.stats.peak_allocated = std::max(d.stats.peak_allocated, d.stats.allocated);
@@ -75,16 +93,49 @@ void* CachingAllocator::allocate(size_t bytes, int device, const void* stream) {
 void CachingAllocator::free(void* ptr) {
   if (!ptr) return;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = live_.find(ptr);
+  auto it = live_.find(static_cast<char*>(ptr));
   if (it == live_.end()) {
     std::fprintf(stderr, "sparsetrain: caching allocator asked to free unknown pointer %p\n", ptr);
     return;
   }
-  const Block b = it->second;
+  Block b = std::move(it->second);
   live_.erase(it);
   DeviceState& d = devices_[b.device];
   d.stats.allocated -= b.size;
-  d.free_blocks.emplace(b.size, b);
+  if (b.other_uses.empty()) {
+    d.free_blocks.emplace(b.size, std::move(b));
+    return;
+  }
+  // Work queued so far on the other streams may still touch the block.
+  Pending p;
+  try {
+    for (const void* s : b.other_uses) p.events.push_back(raw_.record_event(s, b.device));
+  } catch (const std::exception& e) {
+    // Runs from destructors: never throw. Without the events the block is not safe to
+    // reuse, so it stays out of circulation (still counted as reserved).
+    std::fprintf(stderr, "sparsetrain: caching allocator keeps a block out of reuse: %s\n",
+                 e.what());
+    for (void* ev : p.events) raw_.destroy_event(ev);
+    return;
+  }
+  b.other_uses.clear();
+  p.block = std::move(b);
+  pending_.push_back(std::move(p));
+}
+
+void CachingAllocator::record_stream(const void* ptr, const void* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  char* p = static_cast<char*>(const_cast<void*>(ptr));
+  auto it = live_.upper_bound(p);
+  ST_CHECK(it != live_.begin(), "record_stream: ", ptr, " is not memory of the caching allocator");
+  --it;
+  Block& b = it->second;
+  ST_CHECK(p < it->first + b.size, "record_stream: ", ptr,
+           " is not memory of the caching allocator");
+  if (stream == b.stream) return;
+  for (const void* s : b.other_uses)
+    if (s == stream) return;
+  b.other_uses.push_back(stream);
 }
 
 void CachingAllocator::release_cached(DeviceState& d) {
@@ -97,6 +148,7 @@ void CachingAllocator::release_cached(DeviceState& d) {
 
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
+  collect_pending();  // blocks still awaited by another stream stay reserved
   for (auto& [dev, d] : devices_) release_cached(d);
 }
 
@@ -136,12 +188,31 @@ void cuda_raw_free(void* ptr, int device) {
     std::fprintf(stderr, "sparsetrain: cudaFree on cuda:%d failed: %s\n", device,
                  cudaGetErrorString(err));
 }
+void* cuda_record_event(const void* stream, int device) {
+  DeviceGuard guard(device);
+  cudaEvent_t e = nullptr;
+  ST_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  ST_CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(const_cast<void*>(stream))));
+  return e;
+}
+
+bool cuda_event_done(void* event) {
+  const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (err == cudaErrorNotReady) return false;
+  ST_CUDA_CHECK(err);
+  return true;
+}
+
+void cuda_destroy_event(void* event) {
+  (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
 }  // namespace
 
 CachingAllocator& caching_allocator() {
   // Deliberately never destroyed: tensors held in static objects may be freed during
   // exit, after a destroyed allocator would be gone; the driver reclaims the memory.
-  static CachingAllocator* a = new CachingAllocator(RawAllocator{cuda_raw_alloc, cuda_raw_free});
+  static CachingAllocator* a = new CachingAllocator(RawAllocator{
+      cuda_raw_alloc, cuda_raw_free, cuda_record_event, cuda_event_done, cuda_destroy_event});
   return *a;
 }
 
@@ -159,6 +230,11 @@ void* device_alloc(size_t bytes, int device) {
 
 void device_free(void* ptr, int) {
   caching_allocator().free(ptr);
+}
+
+void record_stream(const Tensor& t, cudaStream_t stream) {
+  ST_CHECK(t.device().is_cuda(), "record_stream: ", t.str(), " is not a CUDA tensor");
+  if (t.nbytes() > 0) caching_allocator().record_stream(t.raw(), stream);
 }
 
 }  // namespace st::cuda

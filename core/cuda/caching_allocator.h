@@ -2,8 +2,11 @@
 // CUDACachingAllocator without block splitting: requests are rounded to size classes,
 // freed blocks go to a per-device free list and are handed out again to a later
 // request of the same class on the same stream (stream order makes that safe without
-// a sync). cudaMalloc/cudaFree synchronise the device, so a warm training loop should
-// call neither. Thread-safe (one mutex).
+// a sync). A block also used on another stream (a communication stream reading a
+// bucket, say) must be announced with record_stream(), as in PyTorch: when it is freed,
+// an event is recorded on each such stream and the block is reused only once all of
+// them have passed it. cudaMalloc/cudaFree synchronise the device, so a warm training
+// loop should call neither. Thread-safe (one mutex).
 #pragma once
 
 #include <cstddef>
@@ -11,7 +14,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <unordered_map>
+#include <vector>
 
 namespace st::cuda {
 
@@ -25,9 +28,14 @@ struct AllocatorStats {
 
 // Where blocks really come from: cudaMalloc/cudaFree in the process-wide allocator,
 // host memory in the allocator's unit tests. `alloc` returns nullptr when out of memory.
+// The event hooks order cross-stream reuse (cudaEventRecord / cudaEventQuery /
+// cudaEventDestroy); they are only called for blocks passed to record_stream().
 struct RawAllocator {
   std::function<void*(size_t bytes, int device)> alloc;
   std::function<void(void* ptr, int device)> free;
+  std::function<void*(const void* stream, int device)> record_event;
+  std::function<bool(void* event)> event_done;
+  std::function<void(void* event)> destroy_event;
 };
 
 class CachingAllocator {
@@ -43,6 +51,8 @@ class CachingAllocator {
   // Returns a block to the cache. Unknown pointers are reported on stderr, not thrown:
   // this runs from destructors.
   void free(void* ptr);
+  // Marks the live block containing `ptr` as used on `stream` too (see above).
+  void record_stream(const void* ptr, const void* stream);
   // Gives every cached (unused) block back to the raw allocator.
   void empty_cache();
   AllocatorStats stats(int device) const;
@@ -56,21 +66,30 @@ class CachingAllocator {
     void* ptr;
     size_t size;
     int device;
-    const void* stream;
+    const void* stream;                   // stream current at allocation
+    std::vector<const void*> other_uses;  // from record_stream()
+  };
+  struct Pending {  // freed, waiting for events on the other streams
+    Block block;
+    std::vector<void*> events;
   };
   struct DeviceState {
     std::multimap<size_t, Block> free_blocks;  // by size
     AllocatorStats stats;
   };
-  void release_cached(DeviceState& d);  // caller holds mu_
+  // Callers hold mu_.
+  void release_cached(DeviceState& d);
+  void collect_pending();
 
   RawAllocator raw_;
   mutable std::mutex mu_;
   std::map<int, DeviceState> devices_;
-  std::unordered_map<void*, Block> live_;
+  std::map<char*, Block> live_;  // ordered, so an interior pointer finds its block
+  std::vector<Pending> pending_;
 };
 
 // The process-wide allocator behind st::cuda::device_alloc / device_free (storage.h).
+// (record_stream for tensors is in core/cuda/stream.h.)
 CachingAllocator& caching_allocator();
 AllocatorStats memory_stats(int device);
 void empty_cache();

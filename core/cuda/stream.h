@@ -10,7 +10,16 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+namespace st {
+class Tensor;
+}
+
 namespace st::cuda {
+
+// Tells the caching allocator that `t`'s memory is also used by work on `stream`, so
+// the block is not handed out again until that work is done (PyTorch's record_stream).
+// Needed whenever a tensor allocated under one stream is read or written on another.
+void record_stream(const Tensor& t, cudaStream_t stream);
 
 // Makes `device` current for a scope and restores the previous device after.
 class DeviceGuard {

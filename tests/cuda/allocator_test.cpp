@@ -4,10 +4,13 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "core/cuda/caching_allocator.h"
+#include "core/cuda/stream.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -20,8 +23,9 @@ using cuda::CachingAllocator;
 struct FakeBackend {
   size_t budget = size_t{1} << 40;
   size_t in_use = 0;
-  int allocs = 0, frees = 0;
+  int allocs = 0, frees = 0, events_destroyed = 0;
   std::map<void*, size_t> sizes;
+  std::vector<std::unique_ptr<bool>> events;  // *event == true once "completed"
 
   cuda::RawAllocator raw() {
     return {[this](size_t bytes, int) -> void* {
@@ -37,7 +41,12 @@ struct FakeBackend {
               in_use -= sizes.at(p);
               sizes.erase(p);
               std::free(p);
-            }};
+            },
+            [this](const void*, int) -> void* {
+              events.push_back(std::make_unique<bool>(false));
+              return events.back().get();
+            },
+            [](void* e) { return *static_cast<bool*>(e); }, [this](void*) { ++events_destroyed; }};
   }
 };
 
@@ -146,6 +155,28 @@ TEST(CachingAllocator, OutOfMemoryReleasesCacheAndRetriesThenThrows) {
   }
 }
 
+TEST(CachingAllocator, RecordStreamDelaysReuseUntilOtherStreamPasses) {
+  FakeBackend be;
+  CachingAllocator a(be.raw());
+  char* p = static_cast<char*>(a.allocate(4096, 0, kStreamA));
+  a.record_stream(p + 100, kStreamB);  // interior pointers (tensor views) are fine
+  a.record_stream(p, kStreamA);        // the allocation stream needs no event
+  a.free(p);
+  ASSERT_EQ(be.events.size(), 1u);
+  EXPECT_EQ(a.stats(0).allocated, 0u);
+  void* q = a.allocate(4096, 0, kStreamA);  // stream B may still be reading p
+  EXPECT_NE(q, p);
+  *be.events[0] = true;  // stream B has passed the event
+  void* r = a.allocate(4096, 0, kStreamA);
+  EXPECT_EQ(r, p);
+  EXPECT_EQ(be.events_destroyed, 1);
+  a.free(q);
+  a.free(r);
+  EXPECT_THROW(a.record_stream(p, kStreamB), Error);  // no longer live
+  int on_stack = 0;
+  EXPECT_THROW(a.record_stream(&on_stack, kStreamB), Error);
+}
+
 TEST(CachingAllocator, ThreadSafe) {
   FakeBackend be;
   CachingAllocator a(be.raw());
@@ -189,6 +220,25 @@ TEST(CachingAllocatorDevice, EmptyCacheReturnsUnusedMemory) {
   cuda::empty_cache();
   const cuda::AllocatorStats s = cuda::memory_stats(0);
   EXPECT_EQ(s.reserved, s.allocated);
+}
+
+TEST(CachingAllocatorDevice, RecordStreamKeepsBlockUntilSideStreamIsDone) {
+  ST_REQUIRE_CUDA_DEVICE();
+  const Device gpu = Device::cuda(0);
+  cuda::Stream side(0);
+  const void* first = nullptr;
+  {
+    Tensor t = Tensor::full({1 << 16}, 1.0f, gpu);
+    first = t.raw();
+    {
+      cuda::StreamGuard on_side(side);
+      scale_inplace(t, 2.0f);
+    }
+    cuda::record_stream(t, side.get());
+  }
+  side.synchronize();  // the event recorded at free time has now completed
+  Tensor u = Tensor::empty({1 << 16}, DType::F32, gpu);
+  EXPECT_EQ(u.raw(), first);
 }
 
 }  // namespace

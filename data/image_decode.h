@@ -1,0 +1,16 @@
+// Compressed image (JPEG, PNG, BMP, ...) to 8-bit RGB through stb_image.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "data/image.h"
+
+namespace st {
+
+// Decodes `bytes` to interleaved RGB (grayscale and CMYK JPEGs are converted); errors
+// name `path` and stb_image's reason.
+RawImage decode_rgb(const std::vector<uint8_t>& bytes, const std::filesystem::path& path);
+
+}  // namespace st

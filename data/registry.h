@@ -1,0 +1,38 @@
+// Datasets by name, with the standard transforms, for the CLI's --dataset / --data-dir.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace st {
+
+struct DatasetSpec {
+  std::string name = {};           // one of dataset_names()
+  std::filesystem::path dir = {};  // --data-dir (unused by synthetic)
+  bool train = true;               // train split, else test / val
+  bool augment = true;             // standard training augmentation (train split only)
+  int image_size = 224;            // imagenet: crop side; val resizes to image_size * 8 / 7
+  // synthetic only: source shape [C, H, W], classes, examples in the split, data seed.
+  Shape shape = {3, 32, 32};
+  int num_classes = 10;
+  int64_t size = 0;  // 0 = 50000 train / 10000 test
+  uint64_t seed = 0;
+};
+
+// "mnist", "fashion-mnist", "cifar10", "cifar100", "imagenet", "synthetic".
+const std::vector<std::string>& dataset_names();
+// The transform open_dataset uses for a dataset and split:
+//   mnist / fashion-mnist: train random_crop(28, pad 2) (+ hflip for fashion-mnist);
+//   cifar10 / cifar100: train random_crop(32, pad 4) + hflip;
+//   imagenet: train random_resized_crop(size) + hflip, val resize(size * 8 / 7) +
+//   center_crop(size); all then normalise with the dataset's mean and std.
+//   synthetic: none (pixels / 255).
+Transform standard_transform(const std::string& name, bool train, bool augment, int image_size);
+// Opens a dataset; an unknown name lists the valid ones.
+std::shared_ptr<Dataset> open_dataset(const DatasetSpec& spec);
+
+}  // namespace st

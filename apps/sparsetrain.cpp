@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "comm/mpi_communicator.h"
 #include "core/error.h"
 #include "data/registry.h"
 #include "models/registry.h"
@@ -87,6 +88,20 @@ int main(int argc, char** argv) {
   train->add_option("--checkpoint-every", tc.checkpoint_every,
                     "also checkpoint every N iterations (0 = at epoch ends only)");
   train->add_flag("--quiet,-q", tc.quiet, "no progress lines");
+  train->add_option("--comm", tc.comm, "communication backend: auto, mpi, nccl, local")
+      ->capture_default_str();
+  train
+      ->add_option("--bucket-cap-mb", tc.bucket_cap_mb,
+                   "gradient bucket size in MB (huge = one whole-model bucket)")
+      ->capture_default_str();
+  train->add_option("--first-bucket-mb", tc.first_bucket_mb, "size of the first, small bucket")
+      ->capture_default_str();
+  train->add_flag("!--no-overlap", tc.overlap,
+                  "exchange all buckets after backward instead of during it (baseline)");
+  train->add_option("--trace", tc.trace,
+                    "write a Chrome-trace timeline (Perfetto) of a few iterations to this file");
+  train->add_option("--trace-iters", tc.trace_iters, "iterations in the trace (after 5 warm-up)")
+      ->capture_default_str();
 
   st::TrainConfig ec;
   ec.arch.clear();
@@ -100,20 +115,33 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // The communicator outlives the try block: on an error the handler aborts the MPI job
+  // before anything waits on a collective that the failed rank will never join.
+  std::unique_ptr<st::Communicator> comm;
   try {
+    comm = st::make_communicator(*train ? tc.comm : ec.comm);
     if (*train) {
-      st::TrainResult r = st::train(tc);
+      st::TrainResult r = st::train(tc, *comm);
+      if (comm->rank() != 0) return 0;
       if (r.last_eval.examples > 0)
         std::printf("{\"steps\":%ld,\"seconds\":%.1f,\"test_loss\":%.4f,\"test_acc\":%.2f}\n",
                     static_cast<long>(r.steps), r.seconds, r.last_eval.loss, r.last_eval.accuracy);
       else
         std::printf("{\"steps\":%ld,\"seconds\":%.1f}\n", static_cast<long>(r.steps), r.seconds);
     } else if (*eval) {
-      st::EvalResult r = st::evaluate_checkpoint(ec, checkpoint);
+      st::EvalResult r = st::evaluate_checkpoint(ec, checkpoint, *comm);
       std::printf("{\"examples\":%ld,\"test_loss\":%.4f,\"test_acc\":%.2f}\n",
                   static_cast<long>(r.examples), r.loss, r.accuracy);
     }
   } catch (const std::exception& e) {
+    // Under mpirun, name the rank and take the whole job down: the other ranks would
+    // otherwise wait forever in their next collective.
+    if (comm && comm->size() > 1) {
+      std::fprintf(stderr, "sparsetrain: error on rank %d of %d: %s\n", comm->rank(), comm->size(),
+                   e.what());
+      std::fflush(stderr);
+      st::MpiCommunicator::abort_job(1);
+    }
     std::fprintf(stderr, "sparsetrain: error: %s\n", e.what());
     return 1;
   }

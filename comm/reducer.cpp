@@ -1,6 +1,7 @@
 #include "comm/reducer.h"
 
 #include <cstdio>
+#include <exception>
 
 #include "core/ops.h"
 
@@ -52,7 +53,9 @@ Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHoo
 }
 
 Reducer::~Reducer() {
-  comm_.wait_idle();
+  // While an exception unwinds, a bucket may be stuck in a collective that will never
+  // complete; waiting would hang the rank instead of letting the job abort.
+  if (std::uncaught_exceptions() == 0) comm_.wait_idle();
   for (Param* p : flat_.params()) p->on_grad_ready = nullptr;
 }
 

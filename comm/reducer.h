@@ -81,6 +81,7 @@ class Reducer {
   // Adds a span measured elsewhere (per-layer backward) to the timeline.
   void record_span(TimelineSpan span);
   double ms_since_begin() const;
+  std::chrono::steady_clock::time_point begin_time() const { return t0_; }
 
  private:
   void on_grad_ready(Param& p);

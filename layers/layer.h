@@ -17,6 +17,9 @@ namespace st {
 
 class Layer;
 using ParamVisitor = std::function<void(const std::string& name, Param& p)>;
+// Called around each child's backward by containers: (dotted path, true at begin /
+// false at end). The trainer uses it to draw per-layer backward spans on the timeline.
+using BackwardObserver = std::function<void(const std::string& path, bool begin)>;
 using BufferVisitor = std::function<void(const std::string& name, Buffer& b)>;
 
 class Layer {
@@ -33,6 +36,8 @@ class Layer {
   virtual void visit_params(const std::string& prefix, const ParamVisitor& fn);
   virtual void visit_buffers(const std::string& prefix, const BufferVisitor& fn);
   virtual void set_training(bool training) { training_ = training; }
+  // Containers pass the observer on to their children (leaves ignore it).
+  virtual void set_backward_observer(const BackwardObserver&, const std::string& /*prefix*/) {}
   bool training() const { return training_; }
   // Moves parameters and buffers (values and gradients) to `device`.
   void to(Device device);

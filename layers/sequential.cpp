@@ -24,8 +24,23 @@ Tensor Sequential::forward(const Tensor& x) {
 
 Tensor Sequential::backward(const Tensor& dy) {
   Tensor g = dy;
-  for (auto it = children_.rbegin(); it != children_.rend(); ++it) g = it->second->backward(g);
+  for (size_t i = children_.size(); i-- > 0;) {
+    if (observer_) observer_(paths_[i], true);
+    g = children_[i].second->backward(g);
+    if (observer_) observer_(paths_[i], false);
+  }
   return g;
+}
+
+void Sequential::set_backward_observer(const BackwardObserver& obs, const std::string& prefix) {
+  observer_ = obs;
+  paths_.clear();
+  for (auto& [name, layer] : children_) {
+    const std::string path = child_prefix(prefix, name);
+    paths_.push_back((path.empty() ? std::string() : path.substr(0, path.size() - 1)) +
+                     (name.empty() ? layer->describe() : ""));
+    layer->set_backward_observer(obs, path);
+  }
 }
 
 void Sequential::visit_params(const std::string& prefix, const ParamVisitor& fn) {
@@ -77,6 +92,11 @@ void Residual::visit_params(const std::string& prefix, const ParamVisitor& fn) {
 void Residual::visit_buffers(const std::string& prefix, const BufferVisitor& fn) {
   main_->visit_buffers(prefix, fn);
   if (shortcut_) shortcut_->visit_buffers(child_prefix(prefix, shortcut_name_), fn);
+}
+
+void Residual::set_backward_observer(const BackwardObserver& obs, const std::string& prefix) {
+  main_->set_backward_observer(obs, prefix);
+  if (shortcut_) shortcut_->set_backward_observer(obs, child_prefix(prefix, shortcut_name_));
 }
 
 void Residual::set_training(bool training) {

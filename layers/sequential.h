@@ -23,6 +23,7 @@ class Sequential : public Layer {
   void visit_params(const std::string& prefix, const ParamVisitor& fn) override;
   void visit_buffers(const std::string& prefix, const BufferVisitor& fn) override;
   void set_training(bool training) override;
+  void set_backward_observer(const BackwardObserver& obs, const std::string& prefix) override;
 
  protected:
   Tensor forward_cpu(const Tensor& x) override { return forward(x); }
@@ -30,6 +31,8 @@ class Sequential : public Layer {
 
  private:
   std::vector<std::pair<std::string, LayerPtr>> children_;
+  BackwardObserver observer_;
+  std::vector<std::string> paths_;  // observer names of the children
 };
 
 class Residual : public Layer {
@@ -44,6 +47,7 @@ class Residual : public Layer {
   void visit_params(const std::string& prefix, const ParamVisitor& fn) override;
   void visit_buffers(const std::string& prefix, const BufferVisitor& fn) override;
   void set_training(bool training) override;
+  void set_backward_observer(const BackwardObserver& obs, const std::string& prefix) override;
 
  protected:
   Tensor forward_cpu(const Tensor& x) override { return forward(x); }

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "comm/communicator.h"
+#include "comm/reducer.h"
 #include "core/parallel.h"
 #include "core/safetensors.h"
 #include "core/timer.h"
@@ -21,6 +23,7 @@
 #include "optim/sgd.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/trace.h"
 
 namespace st {
 
@@ -63,7 +66,7 @@ DatasetSpec dataset_spec(const TrainConfig& c, bool train, const ArchInfo& arch)
   s.size = c.synthetic_size > 0
                ? (train ? c.synthetic_size : std::max<int64_t>(c.synthetic_size / 5, 1))
                : 0;
-  s.seed = c.seed + (train ? 0 : 1);
+  s.seed = c.seed;  // same class patterns in both splits (examples never repeat)
   return s;
 }
 
@@ -118,7 +121,8 @@ Setup build(const TrainConfig& c, bool need_train) {
   return s;
 }
 
-EvalResult evaluate(Layer& model, DataLoader& loader, Device device, int64_t max_batches) {
+EvalResult evaluate(Layer& model, DataLoader& loader, Device device, int64_t max_batches,
+                    Communicator& comm) {
   model.set_training(false);
   SoftmaxCrossEntropy ce;
   EvalResult r;
@@ -134,14 +138,21 @@ EvalResult evaluate(Layer& model, DataLoader& loader, Device device, int64_t max
     if (max_batches > 0 && ++batches >= max_batches) break;
   }
   model.set_training(true);
+  // Each rank evaluated its shard of the test split; sum over ranks.
+  loss_sum = comm.allreduce_scalar(loss_sum);
+  correct = static_cast<int64_t>(comm.allreduce_scalar(static_cast<double>(correct)) + 0.5);
+  r.examples = static_cast<int64_t>(comm.allreduce_scalar(static_cast<double>(r.examples)) + 0.5);
   ST_CHECK(r.examples > 0, "evaluation: the test split is empty");
   r.loss = loss_sum / r.examples;
   r.accuracy = 100.0 * correct / r.examples;
   return r;
 }
 
-DataLoader make_loader(const std::shared_ptr<Dataset>& ds, const TrainConfig& c, bool shuffle) {
+DataLoader make_loader(const std::shared_ptr<Dataset>& ds, const TrainConfig& c, bool shuffle,
+                       const Communicator& comm) {
   SamplerOptions so;
+  so.rank = comm.rank();
+  so.world_size = comm.size();
   so.seed = c.seed;
   so.shuffle = shuffle;
   LoaderOptions lo;
@@ -160,12 +171,33 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c) {
           {"epochs", std::to_string(c.epochs)}};
 }
 
+// Rank 0's parameters and buffers become everyone's (DESIGN: rank 0 broadcasts).
+void broadcast_model(Layer& model, FlatParams& flat, Communicator& comm) {
+  if (comm.size() == 1) return;
+  comm.broadcast(flat.values(), 0);
+  for (Buffer* b : collect_buffers(model)) comm.broadcast(b->value, 0);
+}
+
 }  // namespace
 
 TrainResult train(const TrainConfig& c) {
+  std::unique_ptr<Communicator> comm = make_communicator(c.comm);
+  return train(c, *comm);
+}
+
+TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
+  Communicator* comm = &comm_ref;
+  const int rank = comm->rank(), world = comm->size();
+  const bool leader = rank == 0;
   Setup s = build(c, true);
   Layer& model = *s.model;
   FlatParams flat(model, s.device);
+  broadcast_model(model, flat, *comm);
+  ReducerOptions ro;
+  ro.bucket_cap_mb = c.bucket_cap_mb;
+  ro.first_bucket_mb = c.first_bucket_mb;
+  ro.defer_until_finalize = !c.overlap;
+  Reducer reducer(flat, *comm, std::make_shared<AllreduceHook>(), ro);
   SgdOptions so;
   so.lr = c.lr;
   so.momentum = c.momentum;
@@ -175,12 +207,12 @@ TrainResult train(const TrainConfig& c) {
   Sgd sgd(flat.params(), so);
   const LrSchedule schedule = parse_lr_schedule(c.schedule, c.lr, c.epochs, c.warmup_epochs);
 
-  std::filesystem::create_directories(c.out);
+  if (leader) std::filesystem::create_directories(c.out);
   const std::string ckpt_path = (std::filesystem::path(c.out) / "checkpoint.safetensors").string();
   TrainPosition pos;
   if (!c.resume.empty()) {
     pos = load_checkpoint(c.resume, model, &sgd);
-    if (!c.quiet)
+    if (!c.quiet && leader)
       std::fprintf(stderr, "resumed from %s at epoch %ld batch %ld (step %ld)\n", c.resume.c_str(),
                    static_cast<long>(pos.epoch), static_cast<long>(pos.batch),
                    static_cast<long>(pos.step));
@@ -188,10 +220,13 @@ TrainResult train(const TrainConfig& c) {
   const MetricsFormat fmt = parse_metrics_format(c.metrics_format);
   const std::string ext = fmt == MetricsFormat::Csv ? ".csv" : ".jsonl";
   const bool append = !c.resume.empty();
-  MetricsWriter iter_log((std::filesystem::path(c.out) / ("iterations" + ext)).string(), fmt,
-                         append);
-  MetricsWriter epoch_log((std::filesystem::path(c.out) / ("epochs" + ext)).string(), fmt, append);
-  {
+  // Only rank 0 writes logs, the configuration and checkpoints.
+  MetricsWriter iter_log, epoch_log;
+  if (leader) {
+    iter_log =
+        MetricsWriter((std::filesystem::path(c.out) / ("iterations" + ext)).string(), fmt, append);
+    epoch_log =
+        MetricsWriter((std::filesystem::path(c.out) / ("epochs" + ext)).string(), fmt, append);
     nlohmann::json cfg = run_metadata(c);
     std::FILE* f = std::fopen((std::filesystem::path(c.out) / "config.json").c_str(), "w");
     if (f) {
@@ -200,8 +235,8 @@ TrainResult train(const TrainConfig& c) {
     }
   }
 
-  DataLoader train_loader = make_loader(s.train_set, c, true);
-  DataLoader test_loader = make_loader(s.test_set, c, false);
+  DataLoader train_loader = make_loader(s.train_set, c, true, *comm);
+  DataLoader test_loader = make_loader(s.test_set, c, false, *comm);
   const int64_t iters_per_epoch = train_loader.batches_per_epoch();
   const int64_t total_steps =
       std::min<int64_t>(c.max_iters > 0 ? c.max_iters : INT64_MAX, iters_per_epoch * c.epochs);
@@ -213,6 +248,25 @@ TrainResult train(const TrainConfig& c) {
   const auto meta = run_metadata(c);
   const int64_t start_step = pos.step;
   const bool tty = isatty(STDERR_FILENO);
+  const bool quiet = c.quiet || !leader;
+  // Trace: iterations [5, 5 + trace_iters) of this run, per-layer backward spans included.
+  TraceWriter trace(rank);
+  const int64_t trace_begin = start_step + 5, trace_end = trace_begin + c.trace_iters;
+  bool tracing = false;
+  if (!c.trace.empty()) {
+    model.set_backward_observer(
+        [&](const std::string& path, bool begin) {
+          static thread_local std::vector<TraceWriter::Clock::time_point> stack;
+          if (!tracing) return;
+          if (begin) {
+            stack.push_back(TraceWriter::Clock::now());
+          } else if (!stack.empty()) {
+            trace.span(path, "backward", stack.back(), TraceWriter::Clock::now());
+            stack.pop_back();
+          }
+        },
+        "");
+  }
 
   for (int64_t epoch = pos.epoch; epoch < c.epochs; ++epoch) {
     train_loader.start_epoch(epoch, epoch == pos.epoch ? pos.batch : 0);
@@ -228,6 +282,8 @@ TrainResult train(const TrainConfig& c) {
       const double data_ms = t_data.ms();
       const float lr = schedule.lr(epoch, b, iters_per_epoch);
       sgd.set_lr(lr);
+      tracing = !c.trace.empty() && result.steps >= trace_begin && result.steps < trace_end;
+      const auto t_fwd = TraceWriter::Clock::now();
       Timer t;
       Tensor images = batch->images.to(s.device), labels = batch->labels.to(s.device);
       Tensor logits = model.forward(images);
@@ -239,19 +295,41 @@ TrainResult train(const TrainConfig& c) {
                  " (try a lower --lr or --clip)");
       t.reset();
       flat.zero_grads();
+      const auto t_bwd = TraceWriter::Clock::now();
+      reducer.begin_backward();
       model.backward(ce.backward());
       const double bwd_ms = t.ms();
+      const auto t_bwd_end = TraceWriter::Clock::now();
+      // Exposed communication: what backward did not hide.
+      const double comm_ms = reducer.finalize();
       t.reset();
+      const auto t_opt = TraceWriter::Clock::now();
+      // Clipping after the exchange clips the averaged gradient (PyTorch DDP order).
       if (c.clip > 0) clip_grad_norm(flat.params(), c.clip);
       sgd.step();
       const double opt_ms = t.ms();
+      if (tracing) {
+        trace.span("forward", "forward", t_fwd, t_bwd);
+        trace.span("backward step " + std::to_string(result.steps), "backward", t_bwd, t_bwd_end);
+        for (const TimelineSpan& sp : reducer.timeline()) {
+          auto at = [&](double ms) {
+            return reducer.begin_time() + std::chrono::duration_cast<TraceWriter::Clock::duration>(
+                                              std::chrono::duration<double, std::milli>(ms));
+          };
+          if (sp.end_ms > sp.begin_ms)
+            trace.span(sp.name, sp.track, at(sp.begin_ms), at(sp.end_ms));
+          else
+            trace.instant(sp.name, sp.track, at(sp.begin_ms));
+        }
+        trace.span("sgd step", "optimizer", t_opt, TraceWriter::Clock::now());
+      }
       const int64_t n = labels.numel();
       loss_sum += static_cast<double>(loss) * n;
       correct += ce.correct();
       seen += n;
       ++result.steps;
       ++b;
-      const double iter_s = (data_ms + fwd_ms + bwd_ms + opt_ms) / 1e3;
+      const double iter_s = (data_ms + fwd_ms + bwd_ms + comm_ms + opt_ms) / 1e3;
       step_seconds = result.steps - start_step == 1 ? iter_s : 0.9 * step_seconds + 0.1 * iter_s;
       iter_log.write({{"epoch", epoch},
                       {"iter", b - 1},
@@ -259,35 +337,46 @@ TrainResult train(const TrainConfig& c) {
                       {"loss", static_cast<double>(loss)},
                       {"acc", 100.0 * ce.correct() / n},
                       {"lr", static_cast<double>(lr)},
-                      {"images_per_s", n / iter_s},
+                      {"images_per_s", n * world / iter_s},
                       {"data_ms", data_ms},
                       {"fwd_ms", fwd_ms},
                       {"bwd_ms", bwd_ms},
+                      {"comm_ms", comm_ms},
                       {"opt_ms", opt_ms},
                       {"wall_s", wall.seconds()}});
-      if (!c.quiet && (result.steps % c.log_every == 0 || b == iters_per_epoch)) {
+      if (!quiet && (result.steps % c.log_every == 0 || b == iters_per_epoch)) {
         const double eta = step_seconds * static_cast<double>(total_steps - result.steps);
         std::fprintf(stderr,
                      "%sepoch %ld/%ld  iter %ld/%ld  loss %.4f  acc %.1f%%  lr %.4g  %.0f img/s  "
                      "ETA %s%s",
                      tty ? "\r" : "", static_cast<long>(epoch + 1), static_cast<long>(c.epochs),
                      static_cast<long>(b), static_cast<long>(iters_per_epoch), loss_sum / seen,
-                     100.0 * correct / seen, lr, n / step_seconds, format_duration(eta).c_str(),
-                     tty ? "   " : "\n");
+                     100.0 * correct / seen, lr, n * world / step_seconds,
+                     format_duration(eta).c_str(), tty ? "   " : "\n");
       }
       const bool stop = result.steps >= total_steps && b < iters_per_epoch;
-      if (stop || (c.checkpoint_every > 0 && result.steps % c.checkpoint_every == 0))
+      if (leader && (stop || (c.checkpoint_every > 0 && result.steps % c.checkpoint_every == 0)))
         save_checkpoint(ckpt_path, model, &sgd, {epoch, b, result.steps}, meta);
+      if (!c.trace.empty() && leader && result.steps == trace_end) trace.write(c.trace);
       if (stop) {
-        if (!c.quiet)
-          std::fprintf(stderr, "%sstopped at step %ld (--max-iters); checkpoint %s\n",
-                       tty ? "\n" : "", static_cast<long>(result.steps), ckpt_path.c_str());
+        result.last_eval = evaluate(model, test_loader, s.device, c.eval_batches, *comm);
+        if (!quiet)
+          std::fprintf(stderr,
+                       "%sstopped at step %ld (--max-iters): test loss %.4f acc %.2f%%; "
+                       "checkpoint %s\n",
+                       tty ? "\n" : "", static_cast<long>(result.steps), result.last_eval.loss,
+                       result.last_eval.accuracy, ckpt_path.c_str());
+        model.set_backward_observer(nullptr, "");
         result.seconds = wall.seconds();
         return result;
       }
     }
-    result.last_eval = evaluate(model, test_loader, s.device, c.eval_batches);
+    result.last_eval = evaluate(model, test_loader, s.device, c.eval_batches, *comm);
     const double epoch_s = epoch_timer.seconds();
+    // The epoch's training loss and accuracy over all ranks.
+    loss_sum = comm->allreduce_scalar(loss_sum);
+    correct = static_cast<int64_t>(comm->allreduce_scalar(static_cast<double>(correct)) + 0.5);
+    seen = static_cast<int64_t>(comm->allreduce_scalar(static_cast<double>(seen)) + 0.5);
     epoch_log.write({{"epoch", epoch},
                      {"step", result.steps},
                      {"train_loss", seen ? loss_sum / seen : 0.0},
@@ -297,8 +386,8 @@ TrainResult train(const TrainConfig& c) {
                      {"epoch_s", epoch_s},
                      {"wall_s", wall.seconds()},
                      {"peak_rss_mb", peak_rss_mb()}});
-    save_checkpoint(ckpt_path, model, &sgd, {epoch + 1, 0, result.steps}, meta);
-    if (!c.quiet)
+    if (leader) save_checkpoint(ckpt_path, model, &sgd, {epoch + 1, 0, result.steps}, meta);
+    if (!quiet)
       std::fprintf(
           stderr,
           "%sepoch %ld done in %s: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%%\n",
@@ -307,11 +396,16 @@ TrainResult train(const TrainConfig& c) {
           result.last_eval.accuracy);
     if (result.steps >= total_steps) break;
   }
+  if (!c.trace.empty() && leader && !trace.empty() && result.steps < trace_end)
+    trace.write(c.trace);
+  model.set_backward_observer(nullptr, "");
   result.seconds = wall.seconds();
   return result;
 }
 
-EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& checkpoint) {
+EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& checkpoint,
+                               Communicator& comm_ref) {
+  Communicator* comm = &comm_ref;
   std::map<std::string, std::string> meta;
   {
     // Read the architecture from the checkpoint first so the right model is built.
@@ -323,8 +417,8 @@ EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& che
   ST_CHECK(!c.arch.empty(), checkpoint, ": no architecture recorded; pass --arch");
   Setup s = build(c, false);
   load_checkpoint(checkpoint, *s.model, nullptr);
-  DataLoader loader = make_loader(s.test_set, c, false);
-  return evaluate(*s.model, loader, s.device, c.eval_batches);
+  DataLoader loader = make_loader(s.test_set, c, false, *comm);
+  return evaluate(*s.model, loader, s.device, c.eval_batches, *comm);
 }
 
 }  // namespace st

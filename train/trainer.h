@@ -43,6 +43,13 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;  // iterations between mid-epoch checkpoints (0 = epoch ends)
   int64_t eval_batches = 0;      // cap on test batches per evaluation (0 = all)
   bool quiet = false;
+  // distributed
+  std::string comm = "auto";    // auto | mpi | nccl | local
+  double bucket_cap_mb = 25.0;  // a huge value gives one whole-model bucket
+  double first_bucket_mb = 1.0;
+  bool overlap = true;      // false: exchange everything after backward (baseline)
+  std::string trace;        // Chrome-trace JSON path ("" = off)
+  int64_t trace_iters = 5;  // iterations recorded, after 5 warm-up iterations
 };
 
 struct EvalResult {
@@ -57,11 +64,18 @@ struct TrainResult {
   double seconds = 0;
 };
 
-// Runs training; throws st::Error with a one-line reason on bad input or a NaN loss.
+class Communicator;
+
+// Runs training on `comm`'s ranks; throws st::Error with a one-line reason on bad input
+// or a NaN loss. Under MPI the caller should abort the job on an exception (the other
+// ranks would otherwise wait in their next collective).
+TrainResult train(const TrainConfig& config, Communicator& comm);
+// Same, with a communicator made from config.comm.
 TrainResult train(const TrainConfig& config);
 
 // Evaluates `checkpoint` on the test split of config.dataset (arch from the checkpoint
 // unless config.arch is set explicitly).
-EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& checkpoint);
+EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& checkpoint,
+                               Communicator& comm);
 
 }  // namespace st

@@ -18,15 +18,16 @@ if(ST_WITH_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 80)
   endif()
-  set(CMAKE_CUDA_STANDARD 20)
-  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   enable_language(CUDA)
   # CMake 3.25 knows no C++20 flag for nvcc on a GNU host (added in later CMake);
-  # nvcc >= 12 accepts -std=c++20 with g++ 12.
-  if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+  # nvcc >= 12 accepts -std=c++20 with g++ 12. The standard is set only after
+  # enable_language, so CMake's own compiler checks do not ask for CUDA20.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
     set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
     set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
   endif()
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   find_package(CUDAToolkit REQUIRED)
   get_filename_component(ST_CUDA_ROOT "${CUDAToolkit_BIN_DIR}" DIRECTORY)
   find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "data/registry.h"
 #include "models/registry.h"
+#include "sparsify/registry.h"
 #include "train/trainer.h"
 
 namespace {
@@ -98,10 +99,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_flag("!--no-overlap", tc.overlap,
                   "exchange all buckets after backward instead of during it (baseline)");
+  train
+      ->add_option("--sparsifier", tc.sparsifier,
+                   "gradient sparsifier (`sparsetrain sparsifiers` lists them); none = dense")
+      ->capture_default_str();
+  train->add_option("--density", tc.density, "target density d (fraction of gradients sent)")
+      ->capture_default_str();
+  train
+      ->add_option("--dense-warmup-iters", tc.dense_warmup_iters,
+                   "dense exchanges before sparsification starts")
+      ->capture_default_str();
+  train->add_option("--sp", tc.sparsifier_params,
+                    "a sparsifier parameter key=value (repeatable; keys per method in "
+                    "`sparsetrain sparsifiers`)");
   train->add_option("--trace", tc.trace,
                     "write a Chrome-trace timeline (Perfetto) of a few iterations to this file");
   train->add_option("--trace-iters", tc.trace_iters, "iterations in the trace (after 5 warm-up)")
       ->capture_default_str();
+
+  CLI::App* list = app.add_subcommand("sparsifiers", "list the gradient sparsifiers");
 
   st::TrainConfig ec;
   ec.arch.clear();
@@ -119,6 +135,12 @@ int main(int argc, char** argv) {
   // before anything waits on a collective that the failed rank will never join.
   std::unique_ptr<st::Communicator> comm;
   try {
+    if (*list) {
+      for (const auto& s : st::sparsifiers())
+        std::printf("%-12s %s%s%s\n", s.name.c_str(), s.summary.c_str(),
+                    s.params.empty() ? "" : "\n             --sp ", s.params.c_str());
+      return 0;
+    }
     comm = st::make_communicator(*train ? tc.comm : ec.comm);
     if (*train) {
       st::TrainResult r = st::train(tc, *comm);

@@ -21,6 +21,8 @@
 #include "optim/clip.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"
+#include "sparsify/registry.h"
+#include "sparsify/sparsify_hook.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/trace.h"
@@ -164,11 +166,45 @@ DataLoader make_loader(const std::shared_ptr<Dataset>& ds, const TrainConfig& c,
 
 std::map<std::string, std::string> run_metadata(const TrainConfig& c) {
   return {{"arch", c.arch},
+          {"sparsifier", c.sparsifier},
+          {"density", std::to_string(c.density)},
           {"dataset", c.dataset},
           {"seed", std::to_string(c.seed)},
           {"lr", std::to_string(c.lr)},
           {"batch_size", std::to_string(c.batch_size)},
           {"epochs", std::to_string(c.epochs)}};
+}
+
+// Sums one iteration's per-bucket statistics into the iteration's metrics row:
+// user density, actual density (aggregated values / elements), counts, threshold of the
+// largest bucket, mean padding overhead, selection and exchange time, bytes sent.
+void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row) {
+  int64_t n = 0, k = 0, local = 0, global = 0, bytes = 0, largest = 0;
+  double select_ms = 0, exchange_ms = 0, padding = 0, threshold = 0;
+  for (const SparsifyStats& s : stats) {
+    n += s.n;
+    k += s.k;
+    local += s.local_count;
+    global += s.global_count;
+    bytes += s.bytes_sent;
+    select_ms += s.select_ms;
+    exchange_ms += s.exchange_ms;
+    padding += s.padding_overhead;
+    if (s.n > largest) {
+      largest = s.n;
+      threshold = s.threshold;
+    }
+  }
+  const double buckets = stats.empty() ? 1.0 : static_cast<double>(stats.size());
+  row.push_back({"sp_k", k});
+  row.push_back({"sp_local", local});
+  row.push_back({"sp_global", global});
+  row.push_back({"sp_density", n ? static_cast<double>(global) / n : 0.0});
+  row.push_back({"sp_threshold", threshold});
+  row.push_back({"sp_padding", padding / buckets});
+  row.push_back({"sp_select_ms", select_ms});
+  row.push_back({"sp_exchange_ms", exchange_ms});
+  row.push_back({"sp_bytes", bytes});
 }
 
 // Rank 0's parameters and buffers become everyone's (DESIGN: rank 0 broadcasts).
@@ -197,7 +233,18 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
   ro.bucket_cap_mb = c.bucket_cap_mb;
   ro.first_bucket_mb = c.first_bucket_mb;
   ro.defer_until_finalize = !c.overlap;
-  Reducer reducer(flat, *comm, std::make_shared<AllreduceHook>(), ro);
+  std::shared_ptr<BucketHook> hook = std::make_shared<AllreduceHook>();
+  std::shared_ptr<SparsifyHook> sparsify;
+  if (c.sparsifier != "none") {
+    SparsifierOptions so;
+    so.density = c.density;
+    so.seed = c.seed;
+    so.params = c.sparsifier_params;
+    sparsify =
+        std::make_shared<SparsifyHook>(make_sparsifier(c.sparsifier, so), so, c.dense_warmup_iters);
+    hook = sparsify;
+  }
+  Reducer reducer(flat, *comm, hook, ro);
   SgdOptions so;
   so.lr = c.lr;
   so.momentum = c.momentum;
@@ -331,19 +378,21 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
       ++b;
       const double iter_s = (data_ms + fwd_ms + bwd_ms + comm_ms + opt_ms) / 1e3;
       step_seconds = result.steps - start_step == 1 ? iter_s : 0.9 * step_seconds + 0.1 * iter_s;
-      iter_log.write({{"epoch", epoch},
-                      {"iter", b - 1},
-                      {"step", result.steps},
-                      {"loss", static_cast<double>(loss)},
-                      {"acc", 100.0 * ce.correct() / n},
-                      {"lr", static_cast<double>(lr)},
-                      {"images_per_s", n * world / iter_s},
-                      {"data_ms", data_ms},
-                      {"fwd_ms", fwd_ms},
-                      {"bwd_ms", bwd_ms},
-                      {"comm_ms", comm_ms},
-                      {"opt_ms", opt_ms},
-                      {"wall_s", wall.seconds()}});
+      MetricRow row{{"epoch", epoch},
+                    {"iter", b - 1},
+                    {"step", result.steps},
+                    {"loss", static_cast<double>(loss)},
+                    {"acc", 100.0 * ce.correct() / n},
+                    {"lr", static_cast<double>(lr)},
+                    {"images_per_s", n * world / iter_s},
+                    {"data_ms", data_ms},
+                    {"fwd_ms", fwd_ms},
+                    {"bwd_ms", bwd_ms},
+                    {"comm_ms", comm_ms},
+                    {"opt_ms", opt_ms},
+                    {"wall_s", wall.seconds()}};
+      if (sparsify) add_sparsify_metrics(sparsify->take_stats(), row);
+      iter_log.write(row);
       if (!quiet && (result.steps % c.log_every == 0 || b == iters_per_epoch)) {
         const double eta = step_seconds * static_cast<double>(total_steps - result.steps);
         std::fprintf(stderr,

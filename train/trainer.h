@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace st {
@@ -47,8 +48,13 @@ struct TrainConfig {
   std::string comm = "auto";    // auto | mpi | nccl | local
   double bucket_cap_mb = 25.0;  // a huge value gives one whole-model bucket
   double first_bucket_mb = 1.0;
-  bool overlap = true;      // false: exchange everything after backward (baseline)
-  std::string trace;        // Chrome-trace JSON path ("" = off)
+  bool overlap = true;  // false: exchange everything after backward (baseline)
+  std::string trace;    // Chrome-trace JSON path ("" = off)
+  // sparsification (the bucket hook; "none" = plain dense allreduce hook)
+  std::string sparsifier = "none";
+  double density = 0.01;
+  int64_t dense_warmup_iters = 0;
+  std::map<std::string, std::string> sparsifier_params;  // --sp key=value
   int64_t trace_iters = 5;  // iterations recorded, after 5 warm-up iterations
 };
 

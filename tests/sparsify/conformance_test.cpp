@@ -1,0 +1,236 @@
+// The conformance suite every sparsifier passes, on 1 process and under mpirun with 2
+// and 4 ranks (ALGORITHMS.md "Common machinery"):
+//   - the averaged update is identical on every rank and equals the dense reference
+//     computed from the ranks' contributions (x - residual after the exchange);
+//   - union-style patterns contribute x at every result position and nothing elsewhere;
+//     allgather-sum contributes only at the rank's own selection;
+//   - error feedback loses nothing: sum_t P*update_t + sum_r residual_r = sum_{t,r} grad;
+//   - counts, actual density and bytes are accounted; selections are in range, unique,
+//     and never empty when the method promises to send something;
+//   - the rule's state agrees on every rank.
+// Adding a sparsifier = one line in kMethods.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "comm/communicator.h"
+#include "core/rng.h"
+#include "sparsify/registry.h"
+#include "sparsify/sparsify_hook.h"
+
+namespace st::test {
+namespace {
+
+struct Method {
+  const char* name;
+  double density;
+  std::map<std::string, std::string> params;
+};
+
+const Method kMethods[] = {
+    {"dense", 1.0, {}},
+    {"topk", 0.01, {}},
+    {"gtopk", 0.01, {}},
+};
+
+Communicator& world() {
+  static std::unique_ptr<Communicator> comm = make_communicator("auto");
+  return *comm;
+}
+
+// Heavy-tailed gradients (normal times |normal|), different on every rank and step.
+Tensor gradient(int64_t n, int rank, int64_t t, int bucket) {
+  Rng rng(1000003ull * rank + 7919ull * t + bucket);
+  Tensor g = Tensor::empty({n});
+  for (int64_t i = 0; i < n; ++i) g.f32()[i] = rng.normal() * std::abs(rng.normal()) * 0.01f;
+  return g;
+}
+
+std::vector<double> sum_over_ranks(const std::vector<double>& v) {
+  // Through float pairs: allreduce_scalar per element would be slow; sum in double on
+  // a gathered copy instead.
+  Communicator& c = world();
+  const int64_t n = static_cast<int64_t>(v.size());
+  Tensor mine = Tensor::empty({n}), all = Tensor::empty({n * c.size()});
+  for (int64_t i = 0; i < n; ++i) mine.f32()[i] = static_cast<float>(v[i]);
+  c.allgather(mine, all);
+  std::vector<double> out(n, 0.0);
+  for (int r = 0; r < c.size(); ++r)
+    for (int64_t i = 0; i < n; ++i) out[i] += all.f32()[r * n + i];
+  return out;
+}
+
+void expect_same_on_all_ranks(const std::vector<float>& v, const std::string& what) {
+  Communicator& c = world();
+  Tensor mx = Tensor::from_vector(v, {static_cast<int64_t>(v.size())}), mn = mx.clone();
+  c.allreduce(mx, ReduceOp::Max);
+  c.allreduce(mn, ReduceOp::Min);
+  int64_t differ = 0;
+  for (size_t i = 0; i < v.size(); ++i) differ += mx.f32()[i] != mn.f32()[i];
+  EXPECT_EQ(differ, 0) << what << " differs between ranks at " << differ << " positions";
+}
+
+class Conformance : public ::testing::TestWithParam<Method> {};
+
+TEST_P(Conformance, ErrorFeedbackDensityAndRankAgreement) {
+  const Method& m = GetParam();
+  Communicator& c = world();
+  const int P = c.size(), r = c.rank();
+  SparsifierOptions opt;
+  opt.density = m.density;
+  opt.seed = 17;
+  opt.params = m.params;
+  SparsifyHook hook(make_sparsifier(m.name, opt), opt);
+  const ExchangePattern pattern = hook.sparsifier().pattern();
+  const std::vector<int64_t> sizes = {6000, 2500};  // two buckets: per-bucket state
+  const int64_t steps = 8;
+  std::vector<std::vector<double>> applied(sizes.size()), grad_sum(sizes.size());
+  for (size_t b = 0; b < sizes.size(); ++b) {
+    applied[b].assign(sizes[b], 0.0);
+    grad_sum[b].assign(sizes[b], 0.0);
+  }
+  for (int64_t t = 0; t < steps; ++t) {
+    for (size_t b = 0; b < sizes.size(); ++b) {
+      const int64_t n = sizes[b];
+      Bucket bucket;
+      bucket.id = static_cast<int>(b);
+      bucket.numel = n;
+      Tensor g = gradient(n, r, t, static_cast<int>(b));
+      for (int64_t i = 0; i < n; ++i) grad_sum[b][i] += g.f32()[i];
+      Tensor before = hook.residual(bucket.id);
+      std::vector<float> x = g.to_vector();
+      if (before.defined())
+        for (int64_t i = 0; i < n; ++i) x[i] += before.f32()[i];
+      Tensor update = g.clone();
+      hook.exchange(bucket, update, c, t);
+      const std::vector<float> u = update.to_vector();
+      const std::vector<float> after = hook.residual(bucket.id).defined()
+                                           ? hook.residual(bucket.id).to_vector()
+                                           : std::vector<float>(n, 0.0f);
+      SCOPED_TRACE("step " + std::to_string(t) + " bucket " + std::to_string(b));
+      expect_same_on_all_ranks(u, "the averaged update");
+      // This rank's contribution and the dense reference built from all of them.
+      std::vector<double> contrib(n);
+      for (int64_t i = 0; i < n; ++i) contrib[i] = x[i] - after[i];
+      const std::vector<double> total = sum_over_ranks(contrib);
+      double err = 0, scale = 1e-12;
+      for (int64_t i = 0; i < n; ++i) {
+        err = std::max(err, std::abs(u[i] - total[i] / P));
+        scale = std::max(scale, std::abs(total[i] / P));
+      }
+      EXPECT_LE(err, 1e-5 * scale) << "update differs from the reference sum of contributions / P";
+      // Which positions this rank contributed at.
+      const std::vector<SparsifyStats> stats = hook.take_stats();
+      ASSERT_EQ(stats.size(), 1u);
+      const SparsifyStats& s = stats[0];
+      const Selection& sel = hook.last_selection(bucket.id);
+      std::set<int32_t> own(sel.indices.begin(), sel.indices.end());
+      EXPECT_EQ(own.size(), sel.indices.size()) << "selection has duplicates";
+      EXPECT_EQ(s.local_count, static_cast<int64_t>(sel.indices.size()));
+      if (hook.sparsifier().sends_at_least_one() && pattern != ExchangePattern::Dense &&
+          pattern != ExchangePattern::LeaderIndices) {
+        EXPECT_GE(s.local_count, 1) << "empty selection";
+      }
+      if (pattern == ExchangePattern::Dense) {
+        EXPECT_EQ(s.global_count, n);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(after[i], 0.0f);
+      } else if (pattern == ExchangePattern::AllgatherSum) {
+        for (int64_t i = 0; i < n; ++i)
+          if (!own.count(static_cast<int32_t>(i))) {
+            ASSERT_EQ(contrib[i], 0.0) << "position " << i;
+          }
+        // Global count = distinct positions selected by any rank.
+        std::vector<double> hit(n, 0.0);
+        for (int32_t i : sel.indices) hit[i] = 1.0;
+        const std::vector<double> hits = sum_over_ranks(hit);
+        int64_t distinct = 0;
+        for (double h : hits) distinct += h > 0;
+        EXPECT_EQ(s.global_count, distinct);
+      } else {
+        const std::vector<int32_t>& res = hook.last_result_indices(bucket.id);
+        std::set<int32_t> result(res.begin(), res.end());
+        EXPECT_EQ(s.global_count, static_cast<int64_t>(result.size()));
+        std::vector<float> rf(n, 0.0f);
+        for (int32_t i : res) rf[i] = 1.0f;
+        expect_same_on_all_ranks(rf, "the result positions");
+        for (int64_t i = 0; i < n; ++i) {
+          if (result.count(static_cast<int32_t>(i))) {
+            ASSERT_EQ(after[i], 0.0f) << "transmitted position " << i << " kept a residual";
+          } else {
+            ASSERT_EQ(after[i], x[i]) << "untransmitted position " << i << " lost its residual";
+          }
+        }
+        if (pattern == ExchangePattern::UnionAllreduce) {
+          for (int32_t i : sel.indices) EXPECT_TRUE(result.count(i));
+        }
+      }
+      EXPECT_DOUBLE_EQ(s.actual_density, static_cast<double>(s.global_count) / n);
+      if (s.global_count > 0) {
+        EXPECT_GT(s.bytes_sent, 0);
+      }
+      EXPECT_EQ(s.n, n);
+      const double sig = hook.sparsifier().state_signature(bucket.id);
+      expect_same_on_all_ranks({static_cast<float>(sig)}, "the sparsifier state");
+      for (int64_t i = 0; i < n; ++i) applied[b][i] += static_cast<double>(u[i]) * P;
+    }
+  }
+  // Error-feedback invariant over the whole run.
+  for (size_t b = 0; b < sizes.size(); ++b) {
+    const int64_t n = sizes[b];
+    std::vector<double> res(n, 0.0);
+    Tensor rt = hook.residual(static_cast<int>(b));
+    if (rt.defined())
+      for (int64_t i = 0; i < n; ++i) res[i] = rt.f32()[i];
+    const std::vector<double> res_sum = sum_over_ranks(res), g_sum = sum_over_ranks(grad_sum[b]);
+    double err = 0, scale = 1e-12;
+    for (int64_t i = 0; i < n; ++i) {
+      err = std::max(err, std::abs(applied[b][i] + res_sum[i] - g_sum[i]));
+      scale = std::max(scale, std::abs(g_sum[i]));
+    }
+    EXPECT_LE(err, 1e-4 * scale) << "error feedback lost gradient mass in bucket " << b;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sparsifiers, Conformance, ::testing::ValuesIn(kMethods),
+                         [](const ::testing::TestParamInfo<Method>& info) {
+                           std::string s = info.param.name;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+// Top-k's union grows with the ranks ("build-up"): on P > 1 ranks the actual density
+// exceeds d; on one rank it equals d.
+TEST(Sparsify, TopkBuildUpExceedsUserDensity) {
+  Communicator& c = world();
+  SparsifierOptions opt;
+  opt.density = 0.01;
+  SparsifyHook hook(make_sparsifier("topk", opt), opt);
+  Bucket bucket;
+  bucket.numel = 20000;
+  Tensor g = gradient(bucket.numel, c.rank(), 0, 0);
+  hook.exchange(bucket, g, c, 0);
+  const SparsifyStats s = hook.take_stats().at(0);
+  EXPECT_EQ(s.k, 200);
+  if (c.size() == 1) {
+    EXPECT_EQ(s.global_count, s.k);
+  } else {
+    EXPECT_GT(s.actual_density, opt.density) << "no build-up on " << c.size() << " ranks";
+  }
+}
+
+TEST(Sparsify, UnknownNameAndKeyAreClearErrors) {
+  SparsifierOptions opt;
+  EXPECT_THROW(make_sparsifier("topq", opt), Error);
+  opt.params["nonsense"] = "1";
+  try {
+    make_sparsifier("topk", opt);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nonsense"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace st::test

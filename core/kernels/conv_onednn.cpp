@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/tensor.h"
 
 namespace st::cpu {
 
@@ -18,25 +19,43 @@ using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
 // Memory in the primitive's preferred layout, fed from (or drained to) a user buffer
-// in plain layout; the reorder is skipped when the layouts already agree.
+// in plain layout; the reorder is skipped when the layouts already agree. The blocked
+// copy lives in a Tensor from the host caching allocator only while in use, so layers
+// share those blocks instead of each keeping its own (peak memory as PyTorch's).
 struct Staged {
   memory user, internal;
+  dnnl::reorder to_internal, to_user;
   bool needs_reorder = false;
+  size_t bytes = 0;
+  Tensor buf;
   void bind(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng) {
     user = memory(user_md, eng, DNNL_MEMORY_NONE);
     needs_reorder = want != user_md;
-    internal = needs_reorder ? memory(want, eng) : user;
+    if (!needs_reorder) {
+      internal = user;
+      return;
+    }
+    internal = memory(want, eng, DNNL_MEMORY_NONE);
+    bytes = want.get_size();
+    to_internal = dnnl::reorder(user, internal);
+    to_user = dnnl::reorder(internal, user);
   }
-  void set(const void* p) {
-    user.set_data_handle(const_cast<void*>(p));
-    if (!needs_reorder) internal = user;
+  void set(const void* p) { user.set_data_handle(const_cast<void*>(p)); }
+  // Gives the blocked copy its storage (for outputs the primitive writes).
+  void acquire() {
+    if (!needs_reorder || buf.defined()) return;
+    buf = Tensor::empty({static_cast<int64_t>((bytes + 3) / 4)});
+    internal.set_data_handle(buf.raw());
   }
   void in(dnnl::stream& s) {
-    if (needs_reorder) dnnl::reorder(user, internal).execute(s, user, internal);
+    if (!needs_reorder) return;
+    acquire();
+    to_internal.execute(s, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, internal}});
   }
   void out(dnnl::stream& s) {
-    if (needs_reorder) dnnl::reorder(internal, user).execute(s, internal, user);
+    if (needs_reorder) to_user.execute(s, {{DNNL_ARG_FROM, internal}, {DNNL_ARG_TO, user}});
   }
+  void release() { buf = Tensor(); }
 };
 }  // namespace
 
@@ -134,6 +153,7 @@ void OneDnnConv::forward(const float* x, const float* w, const float* b, float* 
   m.dst.set(y);
   m.src.in(m.strm);
   m.wei.in(m.strm);
+  m.dst.acquire();
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, m.src.internal},
                                        {DNNL_ARG_WEIGHTS, m.wei.internal},
                                        {DNNL_ARG_DST, m.dst.internal}};
@@ -144,32 +164,40 @@ void OneDnnConv::forward(const float* x, const float* w, const float* b, float* 
   m.fwd.execute(m.strm, args);
   m.dst.out(m.strm);
   m.strm.wait();
+  // Blocked activations are not kept until backward (which reorders again): holding
+  // them would cost one extra activation copy per convolution layer.
+  m.src.release();
+  m.dst.release();
 }
 
 void OneDnnConv::backward(const float* x, const float* w, const float* dy, float* dw, float* db,
                           float* dx) {
   Impl& m = *impl_;
-  // Where backward wants the forward's layouts, the forward's reordered source and
-  // weights are still valid (parameters do not change between forward and backward).
-  memory wei = m.wei.internal, src = m.src.internal;
+  // Backward may want other layouts than forward; each input is staged for the
+  // primitive that reads it, once.
+  m.wei.set(w);
+  m.wei.in(m.strm);
+  memory wei = m.wei.internal;
   if (!m.reuse_wei) {
     m.wei_d.set(w);
     m.wei_d.in(m.strm);
     wei = m.wei_d.internal;
   }
-  if (!m.reuse_src) {
-    m.src_w.set(x);
-    m.src_w.in(m.strm);
-    src = m.src_w.internal;
-  }
   m.diff_dst_d.set(dy);
   m.diff_dst_d.in(m.strm);
   m.diff_src.set(dx);
+  m.diff_src.acquire();
   m.bwd_data.execute(m.strm, {{DNNL_ARG_DIFF_DST, m.diff_dst_d.internal},
                               {DNNL_ARG_WEIGHTS, wei},
                               {DNNL_ARG_DIFF_SRC, m.diff_src.internal}});
   m.diff_src.out(m.strm);
+  m.strm.wait();
+  m.diff_src.release();
+  m.wei_d.release();
 
+  Staged& src = m.reuse_src ? m.src : m.src_w;
+  src.set(x);
+  src.in(m.strm);
   memory diff_dst = m.diff_dst_d.internal;
   if (!m.reuse_diff_dst) {
     m.diff_dst_w.set(dy);
@@ -177,13 +205,18 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
     diff_dst = m.diff_dst_w.internal;
   }
   m.diff_wei.set(m.dw_tmp.data());
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+  m.diff_wei.acquire();
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.internal},
                                        {DNNL_ARG_DIFF_DST, diff_dst},
                                        {DNNL_ARG_DIFF_WEIGHTS, m.diff_wei.internal}};
   if (m.has_bias) args[DNNL_ARG_DIFF_BIAS] = m.diff_bias_mem;
   m.bwd_weights.execute(m.strm, args);
   m.diff_wei.out(m.strm);
   m.strm.wait();
+  src.release();
+  m.diff_dst_d.release();
+  m.diff_dst_w.release();
+  m.diff_wei.release();
   // The layer contract accumulates parameter gradients.
   for (size_t i = 0; i < m.dw_tmp.size(); ++i) dw[i] += m.dw_tmp[i];
   for (size_t i = 0; i < m.db_tmp.size(); ++i) db[i] += m.db_tmp[i];

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The Fashion-MNIST ResNet-20 runs behind docs/RESULTS.md (issues 3-6). Each run writes
+# runs/<name>/{iterations,epochs}.csv; a finished run (epochs.csv has all epochs) is skipped.
+#   scripts/experiments/fmnist_resnet20.sh [build-dir] [run-name ...]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+shift || true
+bin=$build/apps/sparsetrain
+mpi=(mpirun --allow-run-as-root --oversubscribe)
+common=(--arch resnet20 --dataset fashion-mnist --lr 0.1 --wd 5e-4 --log-every 100)
+
+done_epochs() { [[ -f runs/$1/epochs.csv ]] && echo $(($(wc -l <"runs/$1/epochs.csv") - 1)) || echo 0; }
+
+run() {  # name epochs command...
+  local name=$1 epochs=$2
+  shift 2
+  if [[ $(done_epochs "$name") -ge $epochs ]]; then
+    echo "== $name: done, skipped"
+    return
+  fi
+  rm -rf "runs/$name"
+  echo "== $name: $*"
+  /usr/bin/time -f "$name wall %e s" "$@" --epochs "$epochs" --out "runs/$name" 2>&1 | tail -n 3
+}
+
+want() { [[ $# -eq 0 ]] || [[ " ${selected[*]} " == *" $1 "* ]]; }
+selected=("$@")
+
+# Issue 3: one process, 2 threads, batch 128, cosine schedule.
+want r20_1proc && run r20_1proc 10 "$bin" train "${common[@]}" -b 128 --schedule cosine --threads 2 --workers 2
+# Issue 4: 4 ranks x batch 32 (global 128), LR drops at epochs 5 and 7.
+dist=(-b 32 --threads 1 --workers 1 --schedule multistep:5,7)
+want r20_np4_dense && run r20_np4_dense 8 "${mpi[@]}" -np 4 "$bin" train "${common[@]}" "${dist[@]}"
+# Issues 5-6: sparsifiers on 4 ranks, 3 epochs of the same schedule (constant LR 0.1 so
+# far), compared with the dense run's epoch-3 row.
+for d in 0.01 0.001; do
+  for sp in topk micro exdyna; do
+    want "r20_np4_${sp}_${d}" && run "r20_np4_${sp}_${d}" 3 "${mpi[@]}" -np 4 "$bin" train \
+      "${common[@]}" "${dist[@]}" --sparsifier "$sp" --density "$d"
+  done
+done

@@ -4,12 +4,20 @@
 #include <exception>
 
 #include "core/ops.h"
+#ifdef SPARSETRAIN_WITH_CUDA
+#include "core/cuda/stream.h"
+#endif
 
 namespace st {
 
 void AllreduceHook::exchange(const Bucket&, Tensor& grads, Communicator& comm, int64_t) {
   comm.allreduce(grads, ReduceOp::Sum);
   scale_inplace(grads, 1.0f / static_cast<float>(comm.size()));
+#ifdef SPARSETRAIN_WITH_CUDA
+  // The scaling ran on this (communication) thread's stream; the optimiser runs on the
+  // compute stream after finalize(), so finish it here.
+  if (grads.device().is_cuda()) cuda::context(grads.device().index).synchronize();
+#endif
 }
 
 Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHook> hook,
@@ -90,7 +98,22 @@ void Reducer::launch(int b) {
   const double ready_ms = ms_since_begin();
   record_span({"ready bucket " + std::to_string(b), "backward", ready_ms, ready_ms});
   const int64_t iteration = iteration_;
-  work_[b] = comm_.submit([this, b, iteration] {
+  // CUDA: the bucket's gradients are final only when the compute stream reaches this
+  // point. Record an event there (llm.c / DDP pattern); the communication thread waits on
+  // it before its collective, while the compute stream runs on with backward.
+  std::shared_ptr<void> ready_event;
+#ifdef SPARSETRAIN_WITH_CUDA
+  if (flat_.grads().device().is_cuda()) {
+    const int device = flat_.grads().device().index;
+    auto ev = std::make_shared<cuda::Event>(device);
+    ev->record(cuda::current_stream(device));
+    ready_event = ev;
+  }
+#endif
+  work_[b] = comm_.submit([this, b, iteration, ready_event] {
+#ifdef SPARSETRAIN_WITH_CUDA
+    if (ready_event) static_cast<cuda::Event*>(ready_event.get())->synchronize();
+#endif
     const Bucket& bucket = buckets_[b];
     Tensor grads = flat_.grads().slice_flat(bucket.offset, Shape{bucket.numel});
     const double begin = ms_since_begin();

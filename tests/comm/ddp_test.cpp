@@ -218,3 +218,22 @@ TEST(DataParallel, UnreadyParameterIsANamedError) {
 
 }  // namespace
 }  // namespace st::test
+
+namespace st::test {
+namespace {
+
+// One error-check helper per library: MPI's names the call and MPI's own message.
+TEST(Collectives, MpiErrorsBecomeExceptionsWithTheCall) {
+  Communicator& c = world();
+  if (c.backend() != "mpi") GTEST_SKIP() << "single process without mpirun: no MPI here";
+  Tensor t = Tensor::zeros({2});
+  try {
+    c.broadcast(t, c.size() + 3);  // our own check fires first: root out of range
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("root"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace st::test

@@ -32,11 +32,10 @@ want r20_1proc && run r20_1proc 10 "$bin" train "${common[@]}" -b 128 --schedule
 # Issue 4: 4 ranks x batch 32 (global 128), LR drops at epochs 4 and 5.
 dist=(-b 32 --threads 1 --workers 1 --schedule multistep:4,5)
 want r20_np4_dense && run r20_np4_dense 6 "${mpi[@]}" -np 4 "$bin" train "${common[@]}" "${dist[@]}"
-# Issues 5-6: sparsifiers on 4 ranks, 3 epochs of the same schedule (constant LR 0.1 up
-# to there), compared with the dense run's epoch-3 row (identical up to that epoch).
+# Issues 5-6: sparsifiers on 4 ranks with the dense run's settings and epoch count.
 for d in 0.01 0.001; do
   for sp in topk micro exdyna; do
-    want "r20_np4_${sp}_${d}" && run "r20_np4_${sp}_${d}" 3 "${mpi[@]}" -np 4 "$bin" train \
+    want "r20_np4_${sp}_${d}" && run "r20_np4_${sp}_${d}" 6 "${mpi[@]}" -np 4 "$bin" train \
       "${common[@]}" "${dist[@]}" --sparsifier "$sp" --density "$d"
   done
 done

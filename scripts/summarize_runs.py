@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""One summary row per run folder: final test accuracy, wall time, and (for sparsified runs)
+the mean actual density over the second half of training, mean padding overhead and mean
+selection / exchange time per iteration.
+
+  scripts/summarize_runs.py runs/a runs/b ... [--markdown]
+"""
+import csv
+import json
+import os
+import statistics
+import sys
+
+
+def summarize(d):
+    eps = list(csv.DictReader(open(os.path.join(d, "epochs.csv"))))
+    its = list(csv.DictReader(open(os.path.join(d, "iterations.csv"))))
+    cfg = json.load(open(os.path.join(d, "config.json"))) if os.path.exists(os.path.join(d, "config.json")) else {}
+    row = {"run": os.path.basename(d.rstrip("/")), "sparsifier": cfg.get("sparsifier", "none"),
+           "density": float(cfg.get("density", 0)) if cfg.get("sparsifier", "none") != "none" else 1.0,
+           "epochs": len(eps), "test_acc": float(eps[-1]["test_acc"]), "wall_s": float(eps[-1]["wall_s"])}
+    half = its[len(its) // 2:]
+    if half and "sp_density" in half[0]:
+        row["actual_density_2nd_half"] = statistics.mean(float(r["sp_density"]) for r in half)
+        row["padding_overhead"] = statistics.mean(float(r["sp_padding"]) for r in half)
+        row["select_ms"] = statistics.mean(float(r["sp_select_ms"]) for r in half)
+        row["exchange_ms"] = statistics.mean(float(r["sp_exchange_ms"]) for r in half)
+        row["exposed_comm_ms"] = statistics.mean(float(r["comm_ms"]) for r in half)
+    else:
+        row["exposed_comm_ms"] = statistics.mean(float(r["comm_ms"]) for r in half)
+    return row
+
+
+def main():
+    md = "--markdown" in sys.argv
+    rows = [summarize(d) for d in sys.argv[1:] if d != "--markdown"]
+    if not md:
+        for r in rows:
+            print(json.dumps(r))
+        return
+    print("| run | sparsifier | d | epochs | test acc % | wall s | actual density (2nd half) | actual/d | padding overhead | select ms | exchange ms | exposed comm ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ad = r.get("actual_density_2nd_half")
+        print("| {} | {} | {} | {} | {:.2f} | {:.0f} | {} | {} | {} | {} | {} | {:.1f} |".format(
+            r["run"], r["sparsifier"], r["density"], r["epochs"], r["test_acc"], r["wall_s"],
+            f"{ad:.4f}" if ad is not None else "-", f"{ad / r['density']:.2f}" if ad is not None else "-",
+            f"{r['padding_overhead']:.3f}" if "padding_overhead" in r else "-",
+            f"{r['select_ms']:.2f}" if "select_ms" in r else "-",
+            f"{r['exchange_ms']:.1f}" if "exchange_ms" in r else "-", r["exposed_comm_ms"]))
+
+
+if __name__ == "__main__":
+    main()

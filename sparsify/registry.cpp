@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 #include "sparsify/dense.h"
+#include "sparsify/exdyna.h"
+#include "sparsify/micro.h"
 #include "sparsify/topk.h"
 
 namespace st {
@@ -16,6 +18,16 @@ const std::vector<SparsifierInfo>& sparsifiers() {
        [](const SparsifierOptions&) -> SparsifierPtr { return std::make_unique<TopK>(false); }},
       {"gtopk", "global Top-k: local Top-k, allgather-sum of (index, value)", "",
        [](const SparsifierOptions&) -> SparsifierPtr { return std::make_unique<TopK>(true); }},
+      {"micro", "MiCRO: exclusive rotating partitions, threshold tracking d (Yoon & Oh, HiPC 2023)",
+       "hi=1.1 lo=0.909 up=1.005 mid=1.00125 down=0.995",
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         return std::make_unique<Micro>(Micro::rule_from(o));
+       }},
+      {"exdyna", "ExDyna: MiCRO with load-balancing block partitions (Yoon & Oh, CCGrid 2024)",
+       "hi=1.1 lo=0.909 up=1.005 mid=1.00125 down=0.995 blocks=1024 align=32 tol=1.05 min_div=4",
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         return std::make_unique<ExDyna>(Micro::rule_from(o), ExDyna::blocks_from(o));
+       }},
   };
   return table;
 }

@@ -33,6 +33,8 @@ const Method kMethods[] = {
     {"dense", 1.0, {}},
     {"topk", 0.01, {}},
     {"gtopk", 0.01, {}},
+    {"micro", 0.01, {}},
+    {"exdyna", 0.01, {}},
 };
 
 Communicator& world() {

@@ -1,0 +1,91 @@
+#include "sparsify/exdyna.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace st {
+
+ExDyna::ExDyna(const part::ThresholdRule& threshold, const part::BlockRule& blocks)
+    : Micro(threshold), rule_(blocks) {}
+
+part::BlockRule ExDyna::blocks_from(const SparsifierOptions& o) {
+  part::BlockRule r;
+  r.blocks = o.get_int("blocks", r.blocks);
+  r.align = o.get_int("align", r.align);
+  r.tolerance = o.get("tol", r.tolerance);
+  r.min_div = o.get("min_div", r.min_div);
+  ST_CHECK(r.blocks >= 1, "--sp blocks=", r.blocks, ": need at least one block");
+  ST_CHECK(r.align >= 1, "--sp align=", r.align, ": block alignment must be >= 1");
+  ST_CHECK(r.tolerance >= 1.0, "--sp tol=", r.tolerance, ": the load tolerance must be >= 1");
+  ST_CHECK(r.min_div > 0, "--sp min_div=", r.min_div, ": must be positive");
+  return r;
+}
+
+const ExDyna::Layout& ExDyna::layout(int bucket) const {
+  auto it = layouts_.find(bucket);
+  ST_CHECK(it != layouts_.end(), "exdyna: bucket ", bucket, " has not been selected on yet");
+  return it->second;
+}
+
+const part::BlockGrid& ExDyna::grid(int bucket) const {
+  return layout(bucket).grid;
+}
+const std::vector<int64_t>& ExDyna::block_counts(int bucket) const {
+  return layout(bucket).counts;
+}
+int64_t ExDyna::moves(int bucket) const {
+  return layout(bucket).moves;
+}
+
+void ExDyna::start_bucket(int bucket, int64_t n, int world) {
+  Layout& l = layouts_[bucket];
+  l.grid = part::block_grid(n, world, rule_);
+  l.counts.clear();
+  if (l.grid.count > 0) {
+    l.counts.resize(world);
+    part::initial_block_counts(l.grid, world, l.counts.data());
+  }
+}
+
+part::Range ExDyna::partition(int bucket, int p) const {
+  const Layout& l = layout(bucket);
+  if (l.counts.empty()) return Micro::partition(bucket, p);  // too small for blocks
+  return part::block_partition(l.grid, l.counts.data(), static_cast<int>(l.counts.size()), p);
+}
+
+void ExDyna::adapt(const ExchangeFeedback& fb) {
+  auto it = layouts_.find(fb.bucket);
+  if (it == layouts_.end() || it->second.counts.empty()) return;
+  Layout& l = it->second;
+  const int P = static_cast<int>(l.counts.size());
+  ST_CHECK(static_cast<int>(fb.rank_counts.size()) == P, "exdyna: feedback for bucket ", fb.bucket,
+           " has ", fb.rank_counts.size(), " rank counts, expected ", P);
+  // Rank r owned partition (t + r) mod P in the iteration just exchanged.
+  std::vector<int64_t> loads(P);
+  for (int p = 0; p < P; ++p) loads[p] = fb.rank_counts[part::owner_of(fb.iteration, p, P)];
+  l.moves +=
+      part::balance_sweep(rule_, l.grid, fb.n, P, fb.global_count, loads.data(), l.counts.data());
+}
+
+double ExDyna::state_signature(int bucket) const {
+  // FNV-1a over tau's bits and the block counts, folded to 24 bits so the conformance
+  // suite's float comparison sees every difference.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xFF;
+      h *= 1099511628211ull;
+    }
+  };
+  const double tau = threshold(bucket);
+  uint64_t bits;
+  std::memcpy(&bits, &tau, 8);
+  mix(bits);
+  auto it = layouts_.find(bucket);
+  if (it != layouts_.end())
+    for (int64_t c : it->second.counts) mix(static_cast<uint64_t>(c));
+  return static_cast<double>((h ^ (h >> 24) ^ (h >> 48)) & 0xFFFFFF);
+}
+
+}  // namespace st

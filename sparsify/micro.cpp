@@ -1,0 +1,75 @@
+#include "sparsify/micro.h"
+
+#include "core/error.h"
+#include "sparsify/kernels/select_cpu.h"
+
+namespace st {
+
+Micro::Micro(const part::ThresholdRule& rule) : rule_(rule) {}
+
+part::ThresholdRule Micro::rule_from(const SparsifierOptions& o) {
+  part::ThresholdRule r;
+  r.hi = o.get("hi", r.hi);
+  r.lo = o.get("lo", r.lo);
+  r.up = o.get("up", r.up);
+  r.mid = o.get("mid", r.mid);
+  r.down = o.get("down", r.down);
+  ST_CHECK(r.lo > 0 && r.lo <= r.hi, "--sp lo=", r.lo, " hi=", r.hi,
+           ": the density band needs 0 < lo <= hi");
+  ST_CHECK(r.up > 0 && r.mid > 0 && r.down > 0, "--sp up=", r.up, " mid=", r.mid, " down=", r.down,
+           ": threshold steps must be positive");
+  return r;
+}
+
+const Micro::BucketRule& Micro::bucket_rule(int bucket) const {
+  auto it = buckets_.find(bucket);
+  ST_CHECK(it != buckets_.end(), name(), ": bucket ", bucket, " has not been selected on yet");
+  return it->second;
+}
+
+double Micro::threshold(int bucket) const {
+  auto it = buckets_.find(bucket);
+  return it == buckets_.end() ? 0.0 : it->second.tau;
+}
+
+double Micro::state_signature(int bucket) const {
+  return threshold(bucket);
+}
+
+part::Range Micro::partition(int bucket, int p) const {
+  const BucketRule& b = bucket_rule(bucket);
+  return part::equal_partition(b.n, b.world, p);
+}
+
+void Micro::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
+  auto [it, fresh] = buckets_.try_emplace(ctx.bucket);
+  BucketRule& b = it->second;
+  if (fresh) {
+    b.n = n;
+    b.world = ctx.world;
+    b.tau = part::initial_threshold(ctx.k);  // tau_0 = 1/(2 sqrt(k))
+    start_bucket(ctx.bucket, n, ctx.world);
+  }
+  ST_CHECK(b.n == n && b.world == ctx.world, name(), ": bucket ", ctx.bucket, " changed from ", b.n,
+           " elements on ", b.world, " ranks to ", n, " on ", ctx.world);
+  // Rank r owns partition (t + r) mod P; one comparison pass over it.
+  const part::Range own =
+      partition(ctx.bucket, part::owned_partition(ctx.iteration, ctx.rank, ctx.world));
+  select::abs_threshold(x, own.begin, own.end, static_cast<float>(b.tau), false, out.indices);
+  if (out.indices.empty()) {
+    // Nothing passed: send one element, a different one each iteration (MiCRO code).
+    const int64_t j = part::fallback_index(own, ctx.iteration);
+    if (j >= 0) out.indices.push_back(static_cast<int32_t>(j));
+  }
+  out.threshold = b.tau;
+}
+
+void Micro::observe(const ExchangeFeedback& fb) {
+  auto it = buckets_.find(fb.bucket);
+  if (it == buckets_.end()) return;
+  // k_prev = the global transmitted count, the same on every rank.
+  it->second.tau = part::next_threshold(rule_, it->second.tau, fb.global_count, fb.k);
+  adapt(fb);
+}
+
+}  // namespace st

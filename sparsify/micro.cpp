@@ -1,7 +1,7 @@
 #include "sparsify/micro.h"
 
 #include "core/error.h"
-#include "sparsify/kernels/select_cpu.h"
+#include "sparsify/kernels/threshold_select_cpu.h"
 
 namespace st {
 
@@ -55,12 +55,8 @@ void Micro::select(const SelectContext& ctx, const float* x, int64_t n, Selectio
   // Rank r owns partition (t + r) mod P; one comparison pass over it.
   const part::Range own =
       partition(ctx.bucket, part::owned_partition(ctx.iteration, ctx.rank, ctx.world));
-  select::abs_threshold(x, own.begin, own.end, static_cast<float>(b.tau), false, out.indices);
-  if (out.indices.empty()) {
-    // Nothing passed: send one element, a different one each iteration (MiCRO code).
-    const int64_t j = part::fallback_index(own, ctx.iteration);
-    if (j >= 0) out.indices.push_back(static_cast<int32_t>(j));
-  }
+  // If nothing passes, one element, a different one each iteration (MiCRO code).
+  select::threshold_select_cpu(x, own, static_cast<float>(b.tau), ctx.iteration, out.indices);
   out.threshold = b.tau;
 }
 

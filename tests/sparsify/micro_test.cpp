@@ -2,6 +2,7 @@
 // disjoint and covering, selection and its one-element fallback, density tracking, and
 // (under mpirun) exclusive selections and a rank-identical threshold.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,8 @@
 
 #include "comm/communicator.h"
 #include "core/rng.h"
+#include "sparsify/kernels/select_cpu.h"
+#include "sparsify/kernels/threshold_select_cpu.h"
 #include "sparsify/micro.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
@@ -189,6 +192,37 @@ TEST(MicroSelect, OwnPartitionOnlyAndFallback) {
     ASSERT_EQ(sel.indices.size(), 1u);
     EXPECT_EQ(sel.indices[0], own.begin + t % own.size()) << "t=" << t;
   }
+}
+
+// The SIMD kernel = the reference one-pass kernel, on ranges of every alignment, with
+// ties at tau, signed zeros, NaN and infinities, on 1 and 2 threads.
+TEST(MicroSelect, SimdKernelMatchesReference) {
+  Rng rng(17);
+  std::vector<float> x(700001);
+  for (auto& v : x) v = std::round(rng.normal() * 16.0f) / 16.0f;  // many exact ties
+  x[5] = -0.0f;
+  x[77] = std::nanf("");
+  x[78] = -INFINITY;
+  x[699990] = INFINITY;
+  const int saved_threads = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (const part::Range r : {part::Range{0, 700001}, part::Range{3, 37}, part::Range{1, 699999},
+                                part::Range{31, 262200}, part::Range{64, 64 + 32 * 1000}}) {
+      for (float tau : {0.0f, 1.0f, 2.5f, 3.1875f}) {
+        std::vector<int32_t> got, expect;
+        select::threshold_select_cpu(x.data(), r, tau, 3, got);
+        select::abs_threshold(x.data(), r.begin, r.end, tau, false, expect);
+        if (expect.empty()) expect.push_back(static_cast<int32_t>(part::fallback_index(r, 3)));
+        EXPECT_EQ(got, expect) << "range [" << r.begin << ", " << r.end << ") tau " << tau
+                               << " threads " << threads;
+      }
+    }
+  }
+  omp_set_num_threads(saved_threads);
+  std::vector<int32_t> none;
+  EXPECT_EQ(select::threshold_select_cpu(x.data(), part::Range{10, 10}, 1.0f, 0, none), 0);
+  EXPECT_TRUE(none.empty());
 }
 
 // Without error feedback, on a stationary gradient distribution, the threshold walks to

@@ -1,9 +1,16 @@
 #include "sparsify/registry.h"
 
 #include "core/error.h"
+#include "sparsify/cltk.h"
 #include "sparsify/dense.h"
+#include "sparsify/dgc.h"
 #include "sparsify/exdyna.h"
+#include "sparsify/gaussiank.h"
+#include "sparsify/hard_threshold.h"
 #include "sparsify/micro.h"
+#include "sparsify/randomk.h"
+#include "sparsify/redsync.h"
+#include "sparsify/sage.h"
 #include "sparsify/topk.h"
 
 namespace st {
@@ -27,6 +34,41 @@ const std::vector<SparsifierInfo>& sparsifiers() {
        "hi=1.1 lo=0.909 up=1.005 mid=1.00125 down=0.995 blocks=1024 align=32 tol=1.05 min_div=4",
        [](const SparsifierOptions& o) -> SparsifierPtr {
          return std::make_unique<ExDyna>(Micro::rule_from(o), ExDyna::blocks_from(o));
+       }},
+      // Baselines (issue 5).
+      {"cltk", "CLT-k: leader t mod P runs Top-k, all allreduce there (Chen et al. 2020)", "",
+       [](const SparsifierOptions&) -> SparsifierPtr { return std::make_unique<CltK>(); }},
+      {"randomk", "Random-k: k shared random positions per (seed, bucket, t) (Stich et al. 2018)",
+       "", [](const SparsifierOptions&) -> SparsifierPtr { return std::make_unique<RandomK>(); }},
+      {"hard_threshold", "hard threshold: fixed |x| >= 1/(2 sqrt k), density uncontrolled", "",
+       [](const SparsifierOptions&) -> SparsifierPtr { return std::make_unique<HardThreshold>(); }},
+      {"gaussiank", "Gaussian-k: normal-quantile threshold, x0.5/x1.5 corrections (Shi et al.)",
+       "loops=3",
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         return std::make_unique<GaussianK>(static_cast<int>(o.get_int("loops", 3)));
+       }},
+      {"dgc", "DGC: sampled threshold, hierarchical Top-k, momentum correction (Lin et al. 2018)",
+       "sample=0.01 momentum=0 mask=1",
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         DgcOptions d;
+         d.sample = o.get("sample", d.sample);
+         d.momentum = o.get("momentum", d.momentum);
+         d.mask = o.get_bool("mask", d.mask);
+         return std::make_unique<Dgc>(d);
+       }},
+      {"redsync", "RedSync: mean + r (max - mean) threshold, bisection to k < nnz < 2k", "iters=20",
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         return std::make_unique<RedSync>(static_cast<int>(o.get_int("iters", 20)));
+       }},
+      {"sage", "SAGE: threshold scaled by sampled drift x density feedback (alpha beta gamma)",
+       "slovin_e=0.05 band=10 down=0.95 up=1.05",
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         SageOptions a;
+         a.slovin_e = o.get("slovin_e", a.slovin_e);
+         a.band = o.get("band", a.band);
+         a.down = o.get("down", a.down);
+         a.up = o.get("up", a.up);
+         return std::make_unique<Sage>(a);
        }},
   };
   return table;

@@ -84,9 +84,14 @@ float topk_abs(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out) 
   std::nth_element(candidates.begin(), candidates.begin() + (need - 1), candidates.end(), larger);
   const float threshold = key_value(abs_key(x[candidates[need - 1]]));
   candidates.resize(need);
+  // The sure positions come out ascending (static schedule: thread t's chunk precedes
+  // t+1's), so only the boundary picks need sorting; a linear merge joins the two
+  // instead of sorting all k (which cost as much as both passes at k = 1% of 25M).
+  std::sort(candidates.begin(), candidates.end());
   concat(sure, out);
+  const auto mid = static_cast<std::ptrdiff_t>(out.size());
   out.insert(out.end(), candidates.begin(), candidates.end());
-  std::sort(out.begin(), out.end());
+  std::inplace_merge(out.begin(), out.begin() + mid, out.end());
   return threshold;
 }
 
@@ -123,6 +128,103 @@ int64_t count_abs_ge(const float* x, int64_t begin, int64_t end, float tau) {
 #pragma omp parallel for reduction(+ : c) schedule(static) if (end - begin > 65536)
   for (int64_t i = begin; i < end; ++i) c += abs_key(x[i]) >= key;
   return c;
+}
+
+}  // namespace st::select
+
+// --- Baseline helpers (issue 5). ---
+namespace st::select {
+
+int64_t count_abs(const float* x, int64_t begin, int64_t end, float tau, bool strict) {
+  // Compare IEEE bit patterns of |x| (abs_key) so the loop is integer-only and vectorises.
+  const uint32_t key = abs_key(tau) + (strict ? 1u : 0u);
+  int64_t c = 0;
+#pragma omp parallel for simd reduction(+ : c) schedule(static) if (end - begin > 65536)
+  for (int64_t i = begin; i < end; ++i) c += abs_key(x[i]) >= key;
+  return c;
+}
+
+// Sums over fixed 64K-element blocks, then the blocks in order: the result does not
+// depend on the thread count (the file's determinism promise holds for floats too).
+constexpr int64_t kSumBlock = 1 << 16;
+
+Moments mean_std(const float* x, int64_t n) {
+  Moments m;
+  if (n <= 0) return m;
+  const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
+  std::vector<double> ps(blocks), pss(blocks);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    double s = 0, ss = 0;
+    const int64_t end = std::min(n, (b + 1) * kSumBlock);
+#pragma omp simd reduction(+ : s, ss)
+    for (int64_t i = b * kSumBlock; i < end; ++i) {
+      const double v = x[i];
+      s += v;
+      ss += v * v;
+    }
+    ps[b] = s;
+    pss[b] = ss;
+  }
+  double s = 0, ss = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    s += ps[b];
+    ss += pss[b];
+  }
+  m.mean = s / static_cast<double>(n);
+  if (n > 1) m.variance = std::max(0.0, (ss - s * m.mean) / static_cast<double>(n - 1));
+  return m;
+}
+
+AbsMeanMax abs_mean_max(const float* x, int64_t n) {
+  AbsMeanMax r;
+  if (n <= 0) return r;
+  const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
+  std::vector<double> ps(blocks);
+  std::vector<float> pm(blocks);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    double s = 0;
+    float mx = 0;
+    const int64_t end = std::min(n, (b + 1) * kSumBlock);
+#pragma omp simd reduction(+ : s) reduction(max : mx)
+    for (int64_t i = b * kSumBlock; i < end; ++i) {
+      const float a = key_value(abs_key(x[i]));
+      s += a;
+      mx = std::max(mx, a);
+    }
+    ps[b] = s;
+    pm[b] = mx;
+  }
+  double s = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    s += ps[b];
+    r.max = std::max(r.max, pm[b]);
+  }
+  r.mean = s / static_cast<double>(n);
+  return r;
+}
+
+float topk_abs_among(const float* x, const std::vector<int32_t>& candidates, int64_t k,
+                     std::vector<int32_t>& out) {
+  out.clear();
+  const int64_t c = static_cast<int64_t>(candidates.size());
+  if (k <= 0 || c == 0) return 0.0f;
+  if (k >= c) {
+    out = candidates;
+    float mn = key_value(abs_key(x[candidates[0]]));
+    for (int32_t i : candidates) mn = std::min(mn, key_value(abs_key(x[i])));
+    return mn;
+  }
+  // Gather the candidates' magnitudes densely and reuse the exact kernel on them; its
+  // positions index `candidates`, which is ascending, so ties still go to the lower index.
+  std::vector<float> gathered(c);
+  for (int64_t j = 0; j < c; ++j) gathered[j] = x[candidates[j]];
+  std::vector<int32_t> local;
+  const float tau = topk_abs(gathered.data(), c, k, local);
+  out.resize(local.size());
+  for (size_t j = 0; j < local.size(); ++j) out[j] = candidates[local[j]];
+  return tau;
 }
 
 }  // namespace st::select

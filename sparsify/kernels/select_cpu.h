@@ -24,3 +24,31 @@ void abs_threshold(const float* x, int64_t begin, int64_t end, float tau, bool s
 int64_t count_abs_ge(const float* x, int64_t begin, int64_t end, float tau);
 
 }  // namespace st::select
+
+// --- Baseline helpers (issue 5): one streaming, vectorisable pass each. ---
+namespace st::select {
+
+// Count of |x| > tau (`strict`) or |x| >= tau in [begin, end).
+int64_t count_abs(const float* x, int64_t begin, int64_t end, float tau, bool strict);
+
+// Mean and unbiased variance of x, accumulated in double (Gaussian-k).
+struct Moments {
+  double mean = 0;
+  double variance = 0;
+};
+Moments mean_std(const float* x, int64_t n);
+
+// Mean and maximum of |x| (RedSync).
+struct AbsMeanMax {
+  double mean = 0;
+  float max = 0;
+};
+AbsMeanMax abs_mean_max(const float* x, int64_t n);
+
+// Exact top-k by magnitude restricted to `candidates` (positions in x, ascending): the
+// k candidates with the largest |x|, ties to the lower index, `out` sorted by position.
+// Returns the k-th largest candidate magnitude (DGC's hierarchical top-k).
+float topk_abs_among(const float* x, const std::vector<int32_t>& candidates, int64_t k,
+                     std::vector<int32_t>& out);
+
+}  // namespace st::select

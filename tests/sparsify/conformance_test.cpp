@@ -30,11 +30,12 @@ struct Method {
 };
 
 const Method kMethods[] = {
-    {"dense", 1.0, {}},
-    {"topk", 0.01, {}},
-    {"gtopk", 0.01, {}},
-    {"micro", 0.01, {}},
-    {"exdyna", 0.01, {}},
+    {"dense", 1.0, {}},      {"topk", 0.01, {}},
+    {"gtopk", 0.01, {}},     {"micro", 0.01, {}},
+    {"exdyna", 0.01, {}},    {"cltk", 0.01, {}},  // issue 5 baselines from here on
+    {"randomk", 0.01, {}},   {"hard_threshold", 0.01, {}},
+    {"gaussiank", 0.01, {}}, {"dgc", 0.01, {}},
+    {"redsync", 0.01, {}},   {"sage", 0.01, {}},
 };
 
 Communicator& world() {
@@ -231,6 +232,31 @@ TEST(Sparsify, UnknownNameAndKeyAreClearErrors) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("nonsense"), std::string::npos) << e.what();
+  }
+}
+
+// Issue 5 acceptance: on P > 1 ranks local Top-k's union exceeds the user density
+// (build-up) while CLT-k's leader indices keep it at exactly k/n.
+TEST(Sparsify, TopkBuildsUpWhileCltkStaysAtK) {
+  Communicator& c = world();
+  SparsifierOptions opt;
+  opt.density = 0.01;
+  SparsifyHook topk(make_sparsifier("topk", opt), opt), cltk(make_sparsifier("cltk", opt), opt);
+  Bucket bucket;
+  bucket.numel = 20000;
+  for (int64_t t = 0; t < 3; ++t) {
+    Tensor g1 = gradient(bucket.numel, c.rank(), t, 0), g2 = g1.clone();
+    topk.exchange(bucket, g1, c, t);
+    cltk.exchange(bucket, g2, c, t);
+    const SparsifyStats a = topk.take_stats().at(0), b = cltk.take_stats().at(0);
+    EXPECT_EQ(b.global_count, b.k) << "CLT-k at t=" << t;
+    EXPECT_DOUBLE_EQ(b.actual_density, static_cast<double>(b.k) / bucket.numel);
+    if (c.size() > 1) {
+      EXPECT_GT(a.actual_density, opt.density) << "no Top-k build-up on " << c.size() << " ranks";
+    }
+    if (c.rank() == 0 && t == 0)
+      std::printf("[ density  ] P=%d d=%.4f topk actual=%.4f cltk actual=%.4f\n", c.size(),
+                  opt.density, a.actual_density, b.actual_density);
   }
 }
 

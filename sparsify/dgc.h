@@ -1,0 +1,55 @@
+// Deep Gradient Compression (Lin et al., ICLR 2018; ALGORITHMS.md "Baselines").
+//   sampled threshold   draw ~1% of the positions (`sample`), thr = the smallest of the
+//                       top-d fraction of their |v| (at least one sample)
+//   selection           {|v_j| >= thr}; if that is more than 4k/3, exact Top-k inside it
+//                       (the paper's hierarchical selection)
+//   exchange            allgather-sum
+// v is x (gradient + residual) unless momentum correction is on (`momentum` m > 0,
+// DGC Sec. 3.2, eqs. 6-7): then the rank keeps per bucket the velocity u and the
+// accumulation v and runs
+//   u <- m u + g,   v <- v + u,   send v at the selection, v <- 0 there,
+// and with momentum factor masking (`mask`, Sec. 3.3) also u <- 0 there. The momentum then
+// lives here, so train with the optimizer's --momentum 0 (the default m = 0 leaves
+// momentum to the optimizer). g is recovered as x - (the residual the hook kept last
+// step), which this rule knows because it chose what was sent; the hook's residual is
+// then sum(g) - sum(sent), which keeps the error-feedback bookkeeping exact.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "sparsify/sparsifier.h"
+
+namespace st {
+
+struct DgcOptions {
+  double sample = 0.01;   // fraction of positions sampled for the threshold
+  double momentum = 0.0;  // momentum correction coefficient m (0 = off)
+  bool mask = true;       // momentum factor masking (with momentum correction)
+};
+
+class Dgc : public Sparsifier {
+ public:
+  explicit Dgc(const DgcOptions& options);
+  std::string name() const override { return "dgc"; }
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+
+  // thr from a sample of |v|: the smallest of its top max(1, round(d * samples)).
+  static float sampled_threshold(const SelectContext& ctx, const float* v, int64_t n,
+                                 double sample_fraction);
+  // The momentum-correction state of a bucket (empty when off or not yet used; tests).
+  const std::vector<float>& velocity(int bucket) const { return state_.at(bucket).u; }
+  const std::vector<float>& accumulation(int bucket) const { return state_.at(bucket).v; }
+
+ private:
+  struct BucketState {
+    std::vector<float> u;     // velocity
+    std::vector<float> v;     // accumulated velocity (what is sent)
+    std::vector<float> seen;  // the hook's residual after the last step
+  };
+  DgcOptions opt_;
+  std::map<int, BucketState> state_;
+};
+
+}  // namespace st

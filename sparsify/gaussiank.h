@@ -1,0 +1,31 @@
+// Gaussian-k (Shi et al., "Understanding Top-k Sparsification in Distributed Deep
+// Learning", arXiv 1911.08772; the authors' GaussianK-SGD; ALGORITHMS.md "Baselines").
+// Treat x as N(mu, sigma^2), with mu and sigma the mean and (unbiased) standard deviation
+// of the signed x as in the reference code, so that P(|x - mu| > z sigma) = d for
+// z = Phi^{-1}(1 - d/2):
+//   thr = mu + sigma * Phi^{-1}(1 - d/2);  select {|x_j| > thr}
+// then correct: count < 2k/3 -> thr *= 0.5, count > 4k/3 -> thr *= 1.5, at most `loops`
+// (3) counts; the selection is the last threshold counted (as the reference, the count
+// is not guaranteed to end inside [2k/3, 4k/3]). Allgather-sum.
+#pragma once
+
+#include "sparsify/sparsifier.h"
+
+namespace st {
+
+class GaussianK : public Sparsifier {
+ public:
+  explicit GaussianK(int loops = 3);
+  std::string name() const override { return "gaussiank"; }
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  bool sends_at_least_one() const override { return false; }
+  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+
+  // mu + sigma * Phi^{-1}(1 - d/2) (Boost.Math normal quantile).
+  static double initial_threshold(double mean, double stddev, double density);
+
+ private:
+  int loops_;
+};
+
+}  // namespace st

@@ -1,0 +1,62 @@
+#include "sparsify/sage.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "sparsify/kernels/select_cpu.h"
+
+namespace st {
+
+Sage::Sage(const SageOptions& options) : opt_(options) {
+  ST_CHECK(opt_.slovin_e > 0 && opt_.slovin_e < 1, "--sp slovin_e must be in (0, 1) for sage");
+  ST_CHECK(opt_.band > 1, "--sp band must be > 1 for sage, got ", opt_.band);
+  ST_CHECK(opt_.down > 0 && opt_.up > 0, "--sp down and up must be positive for sage");
+}
+
+int64_t Sage::sample_size(int64_t n, double e) {
+  const double s = static_cast<double>(n) / (1.0 + static_cast<double>(n) * e * e);
+  return std::clamp<int64_t>(static_cast<int64_t>(s), 1, std::max<int64_t>(n, 1));
+}
+
+double Sage::lambda(int bucket) const {
+  auto it = state_.find(bucket);
+  return it == state_.end() ? 0.0 : it->second.lambda;
+}
+
+void Sage::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
+  // Mean |x| at Slovin-many positions drawn from Philox keyed by (seed, bucket, t).
+  const int64_t s = sample_size(n, opt_.slovin_e);
+  const uint64_t stream = 0x5341474500000000ull ^  // "SAGE"
+                          (static_cast<uint64_t>(static_cast<uint32_t>(ctx.bucket)) << 40) ^
+                          static_cast<uint64_t>(ctx.iteration);
+  double acc = 0;
+  for (int64_t j = 0; j < s; ++j) {
+    const Philox4 w = philox_block(ctx.seed, stream, static_cast<uint64_t>(j));
+    const uint64_t bits = (static_cast<uint64_t>(w.v[0]) << 32) | w.v[1];
+    acc += std::fabs(x[static_cast<int64_t>(
+        (static_cast<unsigned __int128>(bits) * static_cast<uint64_t>(n)) >> 64)]);
+  }
+  const double mean = acc / static_cast<double>(s);
+  auto [it, first] = state_.try_emplace(ctx.bucket);
+  BucketState& b = it->second;
+  if (first) {
+    b.lambda = 1.0 / (2.0 * std::sqrt(static_cast<double>(ctx.k)));
+  } else {
+    const double alpha = (b.sample_mean > 0 && mean > 0) ? mean / b.sample_mean : 1.0;
+    const double d_exam =
+        static_cast<double>(select::count_abs(x, 0, n, static_cast<float>(b.lambda * alpha),
+                                              /*strict=*/false)) /
+        static_cast<double>(n);
+    const double beta = 2.0 / (1.0 + std::exp(ctx.density - d_exam));
+    const double ratio = d_exam / ctx.density;
+    const double gamma = ratio < 1.0 / opt_.band ? opt_.down : ratio > opt_.band ? opt_.up : 1.0;
+    b.lambda *= alpha * beta * gamma;
+  }
+  b.sample_mean = mean;
+  select::abs_threshold(x, 0, n, static_cast<float>(b.lambda), /*strict=*/false, out.indices);
+  out.threshold = b.lambda;
+}
+
+}  // namespace st

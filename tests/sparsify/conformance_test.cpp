@@ -30,12 +30,18 @@ struct Method {
 };
 
 const Method kMethods[] = {
-    {"dense", 1.0, {}},      {"topk", 0.01, {}},
-    {"gtopk", 0.01, {}},     {"micro", 0.01, {}},
-    {"exdyna", 0.01, {}},    {"cltk", 0.01, {}},  // issue 5 baselines from here on
-    {"randomk", 0.01, {}},   {"hard_threshold", 0.01, {}},
-    {"gaussiank", 0.01, {}}, {"dgc", 0.01, {}},
-    {"redsync", 0.01, {}},   {"sage", 0.01, {}},
+    {"dense", 1.0, {}},
+    {"topk", 0.01, {}},
+    {"gtopk", 0.01, {}},
+    {"micro", 0.01, {}},
+    {"exdyna", 0.01, {}},
+    {"cltk", 0.01, {}},  // issue 5 baselines from here on
+    {"randomk", 0.01, {}},
+    {"hard_threshold", 0.01, {}},
+    {"gaussiank", 0.01, {}},
+    {"dgc", 0.01, {}},
+    {"redsync", 0.01, {}},
+    {"sage", 0.01, {}},
 };
 
 Communicator& world() {

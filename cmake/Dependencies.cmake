@@ -45,3 +45,21 @@ endif()
 add_library(st_stb INTERFACE)
 target_include_directories(st_stb SYSTEM INTERFACE ${STB_INCLUDE_DIR})
 target_link_libraries(st_stb INTERFACE ${STB_LIBRARY})
+
+# Sparsifiers (issue 7): FFTW3 in single precision (libfftw3-dev) for the FFT sparsifier's
+# CPU transforms, and Boost.Math (libboost-math-dev, header-only use) for SIDCo's inverse
+# regularized incomplete gamma function.
+find_path(FFTW3_INCLUDE_DIR fftw3.h)
+find_library(FFTW3F_LIBRARY fftw3f)
+if(NOT FFTW3_INCLUDE_DIR OR NOT FFTW3F_LIBRARY)
+  message(FATAL_ERROR "FFTW3 (single precision, libfftw3f) not found: install libfftw3-dev")
+endif()
+add_library(st_fftw INTERFACE)
+target_include_directories(st_fftw SYSTEM INTERFACE ${FFTW3_INCLUDE_DIR})
+target_link_libraries(st_fftw INTERFACE ${FFTW3F_LIBRARY})
+find_path(BOOST_MATH_INCLUDE_DIR boost/math/special_functions/gamma.hpp)
+if(NOT BOOST_MATH_INCLUDE_DIR)
+  message(FATAL_ERROR "Boost.Math not found: install libboost-math-dev")
+endif()
+add_library(st_boost_math INTERFACE)
+target_include_directories(st_boost_math SYSTEM INTERFACE ${BOOST_MATH_INCLUDE_DIR})

@@ -17,10 +17,12 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride
   ST_CHECK(cin_ > 0 && cout_ > 0 && k_ > 0 && stride_ > 0 && pad_ >= 0, "Conv2d: invalid geometry ",
            cin_, "->", cout_, " kernel ", k_, " stride ", stride_, " pad ", pad_);
   weight_ = &add_param("weight", Shape{cout_, cin_, k_, k_}, ParamKind::Weight);
+  weight_->provides_sq_grad = true;
   const float bound = 1.0f / std::sqrt(static_cast<float>(cin_ * k_ * k_));
   init::uniform(weight_->value, bound, rng);
   if (bias) {
     bias_ = &add_param("bias", Shape{cout_}, ParamKind::Bias);
+    bias_->provides_sq_grad = true;
     init::uniform(bias_->value, bound, rng);
   }
 }
@@ -45,7 +47,7 @@ namespace {
 // Per-thread scratch reused across calls: no allocation and no zero-fill on the hot
 // path (every element is written before it is read).
 float* scratch(int slot, int64_t floats) {
-  thread_local std::vector<float> buffers[3];
+  thread_local std::vector<float> buffers[5];
   std::vector<float>& b = buffers[slot];
   if (static_cast<int64_t>(b.size()) < floats) b.resize(floats);
   return b.data();
@@ -85,7 +87,9 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
 
 Tensor Conv2d::backward_cpu(const Tensor& dy) {
   expect_shape("gradient", Shape{x_.dim(0), cout_, g_.oh, g_.ow}, dy.shape());
-  if (!onednn_) return backward_im2col(dy);
+  // Per-sample squared-gradient sums (Param::sq_grad) exist on the im2col path only.
+  const bool sq = weight_->sq_grad.defined() || (bias_ && bias_->sq_grad.defined());
+  if (!onednn_ || sq) return backward_im2col(dy);
   Tensor dx = Tensor::empty(x_.shape());
   onednn_->backward(x_.f32(), weight_->value.f32(), dy.f32(), weight_->grad.f32(),
                     bias_ ? bias_->grad.f32() : nullptr, dx.f32());
@@ -148,11 +152,20 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
   const int threads = num_threads();
   // Per-thread partial weight/bias gradients, summed after the parallel loop.
   std::vector<std::vector<float>> dw_part(threads), db_part(threads);
+  // Opt-in per-sample squared-gradient sums (Param::sq_grad, for variance-based
+  // compression). Weight: the squared-operand GEMM (dY^2)(col^2)^T, i.e. the sum over
+  // samples AND output positions of (dy_p col_p)^2; the exact per-sample value also has
+  // the cross terms 2 sum_{p<q} dy_p col_p dy_q col_q, which this drops (an approximation
+  // that treats each output position as a sample). Bias: exact, sum_i (sum_p dy_ip)^2.
+  const bool sq_w = weight_->sq_grad.defined(), sq_b = bias_ && bias_->sq_grad.defined();
+  std::vector<std::vector<float>> dw2_part(threads), db2_part(threads);
   parallel_for(n, 2, [&](int64_t begin, int64_t end) {
     const int t = static_cast<int>(omp_thread_id());
     std::vector<float>& dw = dw_part[t];
     dw.assign(cout_ * ckk, 0.0f);
     if (bias_) db_part[t].assign(cout_, 0.0f);
+    if (sq_w) dw2_part[t].assign(cout_ * ckk, 0.0f);
+    if (sq_b) db2_part[t].assign(cout_, 0.0f);
     float* col = scratch(0, ckk * chunk * ohw);
     float* dcol = scratch(1, ckk * chunk * ohw);
     float* gyc = scratch(2, cout_ * chunk * ohw);
@@ -172,6 +185,22 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
       }
       // dW += dY [Cout, ld] * col^T [ld, CKK]
       cpu::gemm(false, true, cout_, ckk, ld, 1.0f, gyc, col, 1.0f, dw.data());
+      if (sq_w) {
+        float* col2 = scratch(3, ckk * chunk * ohw);
+        float* gyc2 = scratch(4, cout_ * chunk * ohw);
+        for (int64_t e = 0; e < ckk * ld; ++e) col2[e] = col[e] * col[e];
+        for (int64_t e = 0; e < cout_ * ld; ++e) gyc2[e] = gyc[e] * gyc[e];
+        cpu::gemm(false, true, cout_, ckk, ld, 1.0f, gyc2, col2, 1.0f, dw2_part[t].data());
+      }
+      if (sq_b) {
+        float* db2 = db2_part[t].data();
+        for (int64_t j = 0; j < nb; ++j)
+          for (int64_t c = 0; c < cout_; ++c) {
+            float s = 0.0f;
+            for (int64_t p = 0; p < ohw; ++p) s += gyc[c * ld + j * ohw + p];
+            db2[c] += s * s;
+          }
+      }
       // dcol = W^T [CKK, Cout] * dY [Cout, ld]; col2im scatters it into each dx image.
       cpu::gemm(true, false, ckk, ld, cout_, 1.0f, w, gyc, 0.0f, dcol);
       for (int64_t j = 0; j < nb; ++j) {
@@ -197,11 +226,21 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
   float* dw = weight_->grad.f32();
   for (const auto& part : dw_part)
     for (size_t j = 0; j < part.size(); ++j) dw[j] += part[j];
+  if (sq_w) {
+    float* dw2 = weight_->sq_grad.f32();
+    for (const auto& part : dw2_part)
+      for (size_t j = 0; j < part.size(); ++j) dw2[j] += part[j];
+  }
   weight_->mark_grad_ready();
   if (bias_) {
     float* db = bias_->grad.f32();
     for (const auto& part : db_part)
       for (size_t j = 0; j < part.size(); ++j) db[j] += part[j];
+    if (sq_b) {
+      float* db2 = bias_->sq_grad.f32();
+      for (const auto& part : db2_part)
+        for (size_t j = 0; j < part.size(); ++j) db2[j] += part[j];
+    }
     bias_->mark_grad_ready();
   }
   return dx;

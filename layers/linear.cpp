@@ -1,6 +1,7 @@
 #include "layers/linear.h"
 
 #include <cmath>
+#include <vector>
 
 #include "core/kernels/blas.h"
 #include "layers/init.h"
@@ -12,10 +13,12 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Rng& rng)
   ST_CHECK(in_features > 0 && out_features > 0, "Linear: features must be positive, got ",
            in_features, " -> ", out_features);
   weight_ = &add_param("weight", Shape{out_, in_}, ParamKind::Weight);
+  weight_->provides_sq_grad = true;
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_));
   init::uniform(weight_->value, bound, rng);
   if (bias) {
     bias_ = &add_param("bias", Shape{out_}, ParamKind::Bias);
+    bias_->provides_sq_grad = true;
     init::uniform(bias_->value, bound, rng);
   }
 }
@@ -51,11 +54,30 @@ Tensor Linear::backward_cpu(const Tensor& dy) {
   const float* g = dy.f32();
   // dW += dy^T x ; db += sum_rows(dy) ; dx = dy W
   cpu::gemm(true, false, out_, in_, n, 1.0f, g, x_.f32(), 1.0f, weight_->grad.f32());
+  // Opt-in per-sample squared-gradient sums (Param::sq_grad): sample i's weight term is
+  // dy_i x_i^T, so sum_i (dy_i x_i^T)^2 = (dy^2)^T (x^2) elementwise, one more GEMM, exact.
+  const bool sq_w = weight_->sq_grad.defined(), sq_b = bias_ && bias_->sq_grad.defined();
+  std::vector<float> dy2;
+  if (sq_w || sq_b) {
+    dy2.resize(n * out_);
+    for (int64_t i = 0; i < n * out_; ++i) dy2[i] = g[i] * g[i];
+  }
+  if (sq_w) {
+    std::vector<float> x2(n * in_);
+    const float* xi = x_.f32();
+    for (int64_t i = 0; i < n * in_; ++i) x2[i] = xi[i] * xi[i];
+    cpu::gemm(true, false, out_, in_, n, 1.0f, dy2.data(), x2.data(), 1.0f, weight_->sq_grad.f32());
+  }
   weight_->mark_grad_ready();
   if (bias_) {
     float* db = bias_->grad.f32();
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < out_; ++j) db[j] += g[i * out_ + j];
+    if (sq_b) {
+      float* sb = bias_->sq_grad.f32();
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < out_; ++j) sb[j] += dy2[i * out_ + j];
+    }
     bias_->mark_grad_ready();
   }
   Tensor dx = Tensor::empty(x_.shape());

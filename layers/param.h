@@ -21,6 +21,12 @@ struct Param {
   int index = -1;    // position in forward (registration) order
   // Called by the owning layer when `grad` is final for this backward pass.
   std::function<void(Param&)> on_grad_ready;
+  // Opt-in per-sample squared-gradient sums (variance-based compression, Tsuzuku et al.
+  // 2018): when `sq_grad` is defined (same shape as grad), layers that can (those that set
+  // `provides_sq_grad`: Linear, Conv2d) accumulate sum over samples i of (sample i's term
+  // of grad)^2 into it during backward, before mark_grad_ready(). Undefined costs nothing.
+  Tensor sq_grad;
+  bool provides_sq_grad = false;
 
   void mark_grad_ready() {
     if (on_grad_ready) on_grad_ready(*this);

@@ -5,13 +5,17 @@
 #include "sparsify/dense.h"
 #include "sparsify/dgc.h"
 #include "sparsify/exdyna.h"
+#include "sparsify/fft.h"
 #include "sparsify/gaussiank.h"
 #include "sparsify/hard_threshold.h"
 #include "sparsify/micro.h"
+#include "sparsify/quantizers.h"
 #include "sparsify/randomk.h"
 #include "sparsify/redsync.h"
 #include "sparsify/sage.h"
+#include "sparsify/sidco.h"
 #include "sparsify/topk.h"
+#include "sparsify/vgc.h"
 
 namespace st {
 
@@ -35,6 +39,35 @@ const std::vector<SparsifierInfo>& sparsifiers() {
        [](const SparsifierOptions& o) -> SparsifierPtr {
          return std::make_unique<ExDyna>(Micro::rule_from(o), ExDyna::blocks_from(o));
        }},
+      {"sidco-e",
+       "SIDCo-E: exponential-fit threshold, multi-stage (Abdelmoniem et al., MLSys 2021)",
+       Sidco::kParams,
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         return std::make_unique<Sidco>(Sidco::from(o, sidco::Variant::E));
+       }},
+      {"sidco-p", "SIDCo-P: generalized-Pareto-fit threshold, multi-stage (MLSys 2021)",
+       Sidco::kParams,
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         return std::make_unique<Sidco>(Sidco::from(o, sidco::Variant::P));
+       }},
+      {"sidco-gp", "SIDCo-GP: gamma-fit first stage, then Pareto (MLSys 2021)", Sidco::kParams,
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         return std::make_unique<Sidco>(Sidco::from(o, sidco::Variant::GP));
+       }},
+      {"vgc", "variance-based: send when r^2 > alpha v, 32-bit packed (Tsuzuku et al. 2018)",
+       Vgc::kParams,
+       [](const SparsifierOptions& o) -> SparsifierPtr { return std::make_unique<Vgc>(o); }},
+      {"fft", "FFT: top (1 - theta) coefficients, range-based float (Wang et al., HPDC 2020)",
+       FftSparsifier::kParams,
+       [](const SparsifierOptions& o) -> SparsifierPtr {
+         return std::make_unique<FftSparsifier>(o);
+       }},
+      {"qsgd", "QSGD: s levels, stochastic rounding, norm scaling (Alistarh et al. 2017)",
+       Qsgd::kParams,
+       [](const SparsifierOptions& o) -> SparsifierPtr { return std::make_unique<Qsgd>(o); }},
+      {"terngrad", "TernGrad: stochastic ternary with max-norm scaling (Wen et al. 2017)",
+       TernGrad::kParams,
+       [](const SparsifierOptions& o) -> SparsifierPtr { return std::make_unique<TernGrad>(o); }},
       // Baselines (issue 5).
       {"cltk", "CLT-k: leader t mod P runs Top-k, all allreduce there (Chen et al. 2020)", "",
        [](const SparsifierOptions&) -> SparsifierPtr { return std::make_unique<CltK>(); }},

@@ -37,19 +37,33 @@ struct SelectContext {
   double density = 0.01;  // d
   int64_t k = 0;          // floor(d * n), at least 1
   uint64_t seed = 0;
+  // Side inputs for methods that need more than x (null / empty when unavailable):
+  const float* grad = nullptr;    // this step's raw bucket gradient, before error feedback
+  const float* aux = nullptr;     // n floats from the hook's aux provider (VGC: sq-grads)
+  std::vector<int64_t> segments;  // start offsets of the bucket's tensors, ascending
 };
 
 // A rank's selection: positions in the bucket and the values it contributes there.
 // For UnionAllreduce / SharedIndices / LeaderIndices only `indices` matter (the hook
 // reads x); for AllgatherSum `values` are what is sent (possibly quantised) and the
 // residual keeps x - value.
+//
+// Methods that quantise (Sparsifier::packs()) also fill `packed`, their wire format: the
+// hook allgathers those words instead of (int32 index, float32 value) pairs, and every
+// rank decodes each message with Sparsifier::unpack(). `values` are then the dequantised
+// values, exactly what unpack() yields (the hook checks this on its own message).
+//
+// Transform-domain methods (Sparsifier::transform_domain(), FFT) select positions in
+// their coefficient domain of domain_size() entries, not in the bucket.
 struct Selection {
   std::vector<int32_t> indices;
   std::vector<float> values;
+  std::vector<uint32_t> packed;
   double threshold = 0.0;  // the threshold the rule used, for statistics (0 = none)
   void clear() {
     indices.clear();
     values.clear();
+    packed.clear();
     threshold = 0.0;
   }
 };
@@ -93,6 +107,23 @@ class Sparsifier {
   // A number that must agree across ranks when the rule's state does (thresholds,
   // partitions); the conformance suite compares it. 0 = stateless.
   virtual double state_signature(int /*bucket*/) const { return 0.0; }
+
+  // --- Optional extensions (AllgatherSum only); the defaults keep plain behaviour. ---
+  // Reads per-sample squared-gradient sums from SelectContext::aux (VGC): the trainer
+  // then enables them on the layers and installs the hook's aux provider.
+  virtual bool uses_sq_grads() const { return false; }
+  // Packed wire format: select() fills Selection::packed; unpack() turns one rank's
+  // message (`words` 32-bit words) back into (index, dequantised value) pairs.
+  virtual bool packs() const { return false; }
+  virtual void unpack(const SelectContext& /*ctx*/, int64_t /*n*/, const uint32_t* /*data*/,
+                      int64_t /*words*/, Selection& /*out*/) const {}
+  // Transform domain: selections index a coefficient space of domain_size() entries;
+  // the hook sums the ranks' coefficients there and decode() maps a coefficient vector
+  // back to the n bucket positions (linear). The residual is x - decode(own selection).
+  virtual bool transform_domain() const { return false; }
+  virtual int64_t domain_size(const SelectContext& /*ctx*/, int64_t n) const { return n; }
+  virtual void decode(const SelectContext& /*ctx*/, const float* /*coeffs*/, int64_t /*n*/,
+                      float* /*out*/) {}
 };
 
 using SparsifierPtr = std::unique_ptr<Sparsifier>;

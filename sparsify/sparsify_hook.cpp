@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/ops.h"
 #include "core/timer.h"
@@ -26,6 +27,22 @@ double padding_overhead(const std::vector<int64_t>& counts) {
     sum += c;
   }
   return sum > 0 ? static_cast<double>(mx) * counts.size() / sum - 1.0 : 0.0;
+}
+
+// Start offsets of the bucket's tensors (its parameters' gradient views inside `grads`),
+// ascending; empty when the bucket carries no parameters (tests, benchmarks).
+std::vector<int64_t> tensor_segments(const Bucket& bucket, const Tensor& grads) {
+  std::vector<int64_t> seg;
+  for (const Param* p : bucket.params) {
+    if (!p->grad.defined() || !p->grad.device().is_cpu()) return {};
+    const int64_t off = p->grad.f32() - grads.f32();
+    if (off < 0 || off + p->grad.numel() > bucket.numel) return {};
+    seg.push_back(off);
+  }
+  std::sort(seg.begin(), seg.end());
+  seg.erase(std::unique(seg.begin(), seg.end()), seg.end());
+  if (!seg.empty() && seg.front() != 0) return {};
+  return seg;
 }
 
 }  // namespace
@@ -82,10 +99,7 @@ void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& c
     return;
   }
   BucketState& s = state_[bucket.id];
-  if (!s.residual.defined()) {
-    s.residual = Tensor::zeros({n});
-    s.marker.assign(n, 0);
-  }
+  if (!s.residual.defined()) s.residual = Tensor::zeros({n});
   // Error feedback: x = grad + residual, kept in the residual buffer.
   float* x = s.residual.f32();
   float* g = grads.f32();
@@ -101,6 +115,19 @@ void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& c
   ctx.k =
       std::max<int64_t>(1, static_cast<int64_t>(std::floor(opt_.density * static_cast<double>(n))));
   ctx.seed = opt_.seed;
+  ctx.grad = g;
+  Tensor aux;
+  if (aux_) {
+    aux = aux_(bucket);
+    ST_CHECK(!aux.defined() || (aux.numel() == n && aux.device().is_cpu()), sparsifier_->name(),
+             ": the aux provider gave ", aux.str(), " for bucket ", bucket.id, " of ", n,
+             " elements");
+    if (aux.defined()) ctx.aux = aux.f32();
+  }
+  ctx.segments = tensor_segments(bucket, grads);
+  // Positions live in the bucket, or in the coefficient domain of a transform method.
+  const int64_t domain = sparsifier_->transform_domain() ? sparsifier_->domain_size(ctx, n) : n;
+  if (static_cast<int64_t>(s.marker.size()) < domain) s.marker.assign(domain, 0);
   st.k = ctx.k;
   Timer t;
   s.selection.clear();
@@ -109,8 +136,8 @@ void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& c
   st.threshold = s.selection.threshold;
   st.local_count = static_cast<int64_t>(s.selection.indices.size());
   for (int32_t i : s.selection.indices)
-    ST_CHECK(i >= 0 && i < n, sparsifier_->name(), ": selected index ", i, " outside bucket ",
-             bucket.id, " of ", n, " elements");
+    ST_CHECK(i >= 0 && i < domain, sparsifier_->name(), ": selected index ", i, " outside bucket ",
+             bucket.id, " of ", domain, " elements");
   t.reset();
   switch (sparsifier_->pattern()) {
     case ExchangePattern::UnionAllreduce:
@@ -183,12 +210,20 @@ void SparsifyHook::exchange_union(BucketState& s, const SelectContext& ctx, floa
 
 // Allgather-sum (GRACE family): allgatherv (index, value) pairs, scatter-add, divide by
 // P. A rank contributed only its own (possibly quantised) values, so its residual keeps
-// x - value at its own positions.
+// x - value at its own positions. Two optional twists, both declared by the sparsifier:
+//   - packed wire format: the ranks' `packed` words travel instead of the pairs, and
+//     every rank unpacks every message (VGC, FFT, QSGD, TernGrad);
+//   - transform domain: the pairs index coefficients; their sum is decoded back into the
+//     bucket, and the residual is x - decode(own coefficients) (FFT).
 void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, float* x, float* g,
                                       int64_t n, Communicator& comm, SparsifyStats& st) {
   const int P = comm.size();
+  Sparsifier& sp = *sparsifier_;
   Selection& sel = s.selection;
+  const bool transform = sp.transform_domain();
   if (sel.values.size() != sel.indices.size()) {
+    ST_CHECK(!transform && !sp.packs(), sp.name(), ": select() gave ", sel.indices.size(),
+             " indices but ", sel.values.size(), " values");
     sel.values.resize(sel.indices.size());
     for (size_t j = 0; j < sel.indices.size(); ++j) sel.values[j] = x[sel.indices[j]];
   }
@@ -196,35 +231,84 @@ void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, 
   int64_t total = 0;
   for (int64_t c : counts) total += c;
   st.padding_overhead = padding_overhead(counts);
-  Tensor idx_in = Tensor::empty({st.local_count}, DType::I32),
-         idx_all = Tensor::empty({total}, DType::I32);
-  Tensor val_in = Tensor::empty({st.local_count}), val_all = Tensor::empty({total});
-  std::copy(sel.indices.begin(), sel.indices.end(), idx_in.data<int32_t>());
-  std::copy(sel.values.begin(), sel.values.end(), val_in.f32());
-  if (total > 0) {
-    comm.allgatherv(idx_in, idx_all, counts);
-    comm.allgatherv(val_in, val_all, counts);
+  Tensor idx_all = Tensor::empty({total}, DType::I32), val_all = Tensor::empty({total});
+  if (sp.packs()) {
+    const int64_t mine = static_cast<int64_t>(sel.packed.size());
+    const std::vector<int64_t> words = allgather_counts(comm, mine);
+    int64_t total_words = 0;
+    for (int64_t w : words) total_words += w;
+    Tensor w_in = Tensor::empty({mine}, DType::I32),
+           w_all = Tensor::empty({total_words}, DType::I32);
+    std::copy(sel.packed.begin(), sel.packed.end(), w_in.data<int32_t>());
+    if (total_words > 0) comm.allgatherv(w_in, w_all, words);
+    const uint32_t* wa = reinterpret_cast<const uint32_t*>(w_all.data<int32_t>());
+    Selection one;
+    int64_t at = 0;
+    for (int r = 0; r < P; ++r) {
+      one.clear();
+      sp.unpack(ctx, n, wa, words[r], one);
+      wa += words[r];
+      ST_CHECK(static_cast<int64_t>(one.indices.size()) == counts[r] &&
+                   one.values.size() == one.indices.size(),
+               sp.name(), ": rank ", r, "'s packed message decodes to ", one.indices.size(),
+               " entries, expected ", counts[r]);
+      if (r == ctx.rank)
+        ST_CHECK(one.indices == sel.indices &&
+                     std::memcmp(one.values.data(), sel.values.data(), 4 * sel.values.size()) == 0,
+                 sp.name(), ": unpack(packed) differs from the selection on rank ", r);
+      std::copy(one.indices.begin(), one.indices.end(), idx_all.data<int32_t>() + at);
+      std::copy(one.values.begin(), one.values.end(), val_all.f32() + at);
+      at += counts[r];
+    }
+    st.bytes_sent = 16 + 4 * mine;
+  } else {
+    Tensor idx_in = Tensor::empty({st.local_count}, DType::I32),
+           val_in = Tensor::empty({st.local_count});
+    std::copy(sel.indices.begin(), sel.indices.end(), idx_in.data<int32_t>());
+    std::copy(sel.values.begin(), sel.values.end(), val_in.f32());
+    if (total > 0) {
+      comm.allgatherv(idx_in, idx_all, counts);
+      comm.allgatherv(val_in, val_all, counts);
+    }
+    st.bytes_sent = 8 + 8 * st.local_count;
   }
-  std::fill(g, g + n, 0.0f);
+  // Scatter-add into the bucket, or into the coefficient domain of a transform method.
+  const int64_t dn = transform ? sp.domain_size(ctx, n) : n;
+  float* acc = g;
+  if (transform) {
+    s.domain.assign(dn, 0.0f);
+    acc = s.domain.data();
+  } else {
+    std::fill(g, g + n, 0.0f);
+  }
   const int32_t* ia = idx_all.data<int32_t>();
   const float* va = val_all.f32();
   s.result.clear();
   for (int64_t j = 0; j < total; ++j) {
     const int32_t i = ia[j];
-    g[i] += va[j];
+    ST_CHECK(i >= 0 && i < dn, sp.name(), ": received index ", i, " outside 0..", dn);
+    acc[i] += va[j];
     if (!s.marker[i]) {
       s.marker[i] = 1;
       s.result.push_back(i);
     }
   }
   const float inv = 1.0f / static_cast<float>(P);
-  for (int32_t i : s.result) {
-    g[i] *= inv;
-    s.marker[i] = 0;
+  for (int32_t i : s.result) s.marker[i] = 0;
+  if (transform) {
+    sp.decode(ctx, acc, n, g);
+    for (int64_t i = 0; i < n; ++i) g[i] *= inv;
+    // The rank's own contribution, decoded the same way, leaves the residual.
+    std::fill(acc, acc + dn, 0.0f);
+    for (size_t j = 0; j < sel.indices.size(); ++j) acc[sel.indices[j]] += sel.values[j];
+    s.values.resize(n);
+    sp.decode(ctx, acc, n, s.values.data());
+    for (int64_t i = 0; i < n; ++i) x[i] -= s.values[i];
+  } else {
+    for (int32_t i : s.result) g[i] *= inv;
+    for (size_t j = 0; j < sel.indices.size(); ++j) x[sel.indices[j]] -= sel.values[j];
   }
-  for (size_t j = 0; j < sel.indices.size(); ++j) x[sel.indices[j]] -= sel.values[j];
   st.global_count = static_cast<int64_t>(s.result.size());
-  st.bytes_sent = 8 + 8 * st.local_count;
   sparsifier_->observe({ctx.bucket, ctx.iteration, n, ctx.k, st.global_count, counts});
 }
 

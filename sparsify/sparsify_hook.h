@@ -8,6 +8,7 @@
 // keeps its own per-bucket rule state. Runs on the communication thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -33,6 +34,11 @@ struct SparsifyStats {
   bool dense = false;      // dense warm-up iteration
 };
 
+// Gives a sparsifier a side input per bucket (SelectContext::aux): a CPU tensor of
+// bucket.numel floats, or an undefined tensor for none. Called on the communication
+// thread once the bucket's gradients are final (VGC: per-sample squared-gradient sums).
+using AuxProvider = std::function<Tensor(const Bucket&)>;
+
 class SparsifyHook : public BucketHook {
  public:
   SparsifyHook(SparsifierPtr sparsifier, SparsifierOptions options, int64_t dense_warmup_iters = 0);
@@ -41,6 +47,7 @@ class SparsifyHook : public BucketHook {
                 int64_t iteration) override;
 
   Sparsifier& sparsifier() { return *sparsifier_; }
+  void set_aux_provider(AuxProvider provider) { aux_ = std::move(provider); }
   // Statistics of every bucket exchanged since the last call.
   std::vector<SparsifyStats> take_stats();
   // Error-feedback residual of a bucket (zeros before its first exchange).
@@ -59,6 +66,7 @@ class SparsifyHook : public BucketHook {
     std::vector<int32_t> result;  // positions in the aggregated result
     std::vector<uint8_t> marker;  // n flags, all zero between uses
     std::vector<float> values;    // exchange scratch
+    std::vector<float> domain;    // transform-domain methods: summed coefficients
   };
   void exchange_union(BucketState& s, const SelectContext& ctx, float* x, float* g, int64_t n,
                       Communicator& comm, SparsifyStats& st);
@@ -69,6 +77,7 @@ class SparsifyHook : public BucketHook {
 
   SparsifierPtr sparsifier_;
   SparsifierOptions opt_;
+  AuxProvider aux_;
   int64_t dense_warmup_;
   std::map<int, BucketState> state_;
   mutable std::mutex stats_mu_;

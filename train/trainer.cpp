@@ -23,6 +23,7 @@
 #include "optim/sgd.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "sparsify/vgc.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/trace.h"
@@ -244,6 +245,12 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
         std::make_shared<SparsifyHook>(make_sparsifier(c.sparsifier, so), so, c.dense_warmup_iters);
     hook = sparsify;
   }
+  // Variance-based compression reads per-sample squared-gradient sums from the layers.
+  std::unique_ptr<SqGradients> sq_grads;
+  if (sparsify && sparsify->sparsifier().uses_sq_grads()) {
+    sq_grads = std::make_unique<SqGradients>(flat, c.batch_size);
+    sparsify->set_aux_provider(sq_grads->provider());
+  }
   Reducer reducer(flat, *comm, hook, ro);
   SgdOptions so;
   so.lr = c.lr;
@@ -342,6 +349,7 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
                  " (try a lower --lr or --clip)");
       t.reset();
       flat.zero_grads();
+      if (sq_grads) sq_grads->zero();
       const auto t_bwd = TraceWriter::Clock::now();
       reducer.begin_backward();
       model.backward(ce.backward());

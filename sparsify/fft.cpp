@@ -1,0 +1,192 @@
+#include "sparsify/fft.h"
+
+#include <fftw3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "sparsify/kernels/select_cpu.h"
+
+namespace st {
+
+namespace {
+// FFTW's planner is not thread-safe (only fftwf_execute* is): plan creation and
+// destruction from any sparsifier instance take this lock.
+std::mutex& planner_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+// Out-of-place, unaligned (pieces start anywhere in the bucket) r2c and c2r plans for
+// one length, used through FFTW's new-array execute functions.
+struct FftSparsifier::Plans {
+  fftwf_plan r2c = nullptr, c2r = nullptr;
+  explicit Plans(int64_t len) {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    const int n = static_cast<int>(len);
+    float* r = fftwf_alloc_real(len);
+    fftwf_complex* c = fftwf_alloc_complex(len / 2 + 1);
+    const unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
+    r2c = fftwf_plan_dft_r2c_1d(n, r, c, flags);
+    c2r = fftwf_plan_dft_c2r_1d(n, c, r, flags);
+    fftwf_free(r);
+    fftwf_free(c);
+    ST_CHECK(r2c && c2r, "fft sparsifier: FFTW could not plan a transform of length ", len);
+  }
+  ~Plans() {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    fftwf_destroy_plan(r2c);
+    fftwf_destroy_plan(c2r);
+  }
+};
+
+FftSparsifier::FftSparsifier(const SparsifierOptions& o)
+    : theta0_(o.get("theta", -1.0)),
+      theta_min_(o.get("theta_min", 0.0)),
+      decay_(o.get("decay", 0.99)),
+      every_(o.get_int("every", 1000)),
+      block_(o.get_int("block", 0)),
+      bits_(static_cast<int>(o.get_int("bits", 16))) {
+  ST_CHECK(theta0_ < 1, "--sp theta must be < 1 (or negative for 1 - density), got ", theta0_);
+  ST_CHECK(theta_min_ >= 0 && theta_min_ < 1, "--sp theta_min must be in [0, 1), got ", theta_min_);
+  ST_CHECK(decay_ > 0 && decay_ <= 1, "--sp decay must be in (0, 1], got ", decay_);
+  ST_CHECK(every_ >= 1, "--sp every must be >= 1, got ", every_);
+  ST_CHECK(block_ >= 0 && block_ != 1, "--sp block must be 0 or >= 2, got ", block_);
+  ST_CHECK(bits_ >= 2 && bits_ <= 24, "--sp bits must be in [2, 24], got ", bits_);
+}
+
+FftSparsifier::~FftSparsifier() = default;
+
+double FftSparsifier::theta(int64_t t, double density) const {
+  const double t0 = theta0_ >= 0 ? theta0_ : 1.0 - density;
+  const double th = t0 * std::pow(decay_, static_cast<double>(t / every_));
+  return std::max(theta_min_, std::min(th, t0));
+}
+
+std::vector<FftSparsifier::Piece> FftSparsifier::layout(const SelectContext& ctx, int64_t n) const {
+  std::vector<int64_t> starts = ctx.segments;
+  if (starts.empty() || starts.front() != 0) starts.insert(starts.begin(), 0);
+  std::vector<Piece> pieces;
+  int64_t coef = 0;
+  for (size_t s = 0; s < starts.size(); ++s) {
+    const int64_t end = s + 1 < starts.size() ? starts[s + 1] : n;
+    for (int64_t b = starts[s]; b < end;) {
+      const int64_t len = block_ > 0 ? std::min(block_, end - b) : end - b;
+      pieces.push_back({b, len, coef});
+      coef += 2 * (len / 2 + 1);
+      b += len;
+    }
+  }
+  return pieces;
+}
+
+int64_t FftSparsifier::domain_size(const SelectContext& ctx, int64_t n) const {
+  const std::vector<Piece> p = layout(ctx, n);
+  return p.empty() ? 0 : p.back().coef + 2 * (p.back().len / 2 + 1);
+}
+
+FftSparsifier::Plans& FftSparsifier::plans(int64_t len) {
+  auto it = plans_.find(len);
+  if (it == plans_.end()) it = plans_.emplace(len, std::make_unique<Plans>(len)).first;
+  return *it->second;
+}
+
+void FftSparsifier::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
+  const std::vector<Piece> pieces = layout(ctx, n);
+  const int64_t dn = domain_size(ctx, n), ncoef = dn / 2;
+  // Forward transforms, piece by piece (plans first: the planner is serial).
+  for (const Piece& p : pieces) plans(p.len);
+  coef_.resize(dn);
+  const int64_t np = static_cast<int64_t>(pieces.size());
+#pragma omp parallel for schedule(dynamic) if (np > 1)
+  for (int64_t i = 0; i < np; ++i) {
+    const Piece& p = pieces[i];
+    fftwf_execute_dft_r2c(plans_.at(p.len)->r2c, const_cast<float*>(x + p.begin),
+                          reinterpret_cast<fftwf_complex*>(coef_.data() + p.coef));
+  }
+  // Keep the (1 - theta) fraction of coefficients with the largest magnitude.
+  const double th = theta(ctx.iteration, ctx.density);
+  last_theta_[ctx.bucket] = th;
+  mag_.resize(ncoef);
+#pragma omp parallel for schedule(static) if (ncoef > 65536)
+  for (int64_t j = 0; j < ncoef; ++j) mag_[j] = std::hypot(coef_[2 * j], coef_[2 * j + 1]);
+  const int64_t k = std::clamp<int64_t>(
+      static_cast<int64_t>(std::floor((1.0 - th) * static_cast<double>(ncoef))), 1, ncoef);
+  out.threshold = select::topk_abs(mag_.data(), ncoef, k, keep_);
+  // Range-based float over the kept parts: exponent field spans log2(max / min non-zero).
+  float mx = 0, mn = 0;
+  for (int32_t j : keep_)
+    for (int part = 0; part < 2; ++part) {
+      const float a = std::abs(coef_[2 * j + part]);
+      mx = std::max(mx, a);
+      if (a > 0 && (mn == 0 || a < mn)) mn = a;
+    }
+  const quant::RangeFloat f = quant::range_float_format(mx, mn, bits_);
+  out.indices.resize(2 * k);
+  out.values.resize(2 * k);
+  out.packed.clear();
+  out.packed.reserve(2 + k + quant::words_for_bits(2 * k * bits_));
+  out.packed.push_back(quant::range_float_pack(f));
+  out.packed.push_back(static_cast<uint32_t>(k));
+  for (int32_t j : keep_) out.packed.push_back(static_cast<uint32_t>(j));
+  quant::BitWriter w(out.packed);
+  for (int64_t i = 0; i < k; ++i) {
+    const int32_t j = keep_[i];
+    for (int part = 0; part < 2; ++part) {
+      const uint32_t code = quant::range_float_encode(f, coef_[2 * j + part]);
+      w.put(code, bits_);
+      out.indices[2 * i + part] = 2 * j + part;
+      out.values[2 * i + part] = quant::range_float_decode(f, code);
+    }
+  }
+  w.flush();
+}
+
+void FftSparsifier::unpack(const SelectContext&, int64_t, const uint32_t* data, int64_t words,
+                           Selection& out) const {
+  if (words == 0) return;
+  ST_CHECK(words >= 2, "fft: packed message of ", words, " words is too short");
+  const quant::RangeFloat f = quant::range_float_unpack(data[0]);
+  const int64_t k = data[1];
+  ST_CHECK(f.width == bits_ && words == 2 + k + quant::words_for_bits(2 * k * bits_),
+           "fft: packed message of ", words, " words does not hold ", k, " coefficients of ", bits_,
+           " bits");
+  quant::BitReader r(data + 2 + k, words - 2 - k);
+  out.indices.resize(2 * k);
+  out.values.resize(2 * k);
+  for (int64_t i = 0; i < k; ++i) {
+    const int32_t j = static_cast<int32_t>(data[2 + i]);
+    for (int part = 0; part < 2; ++part) {
+      out.indices[2 * i + part] = 2 * j + part;
+      out.values[2 * i + part] = quant::range_float_decode(f, r.get(bits_));
+    }
+  }
+}
+
+void FftSparsifier::decode(const SelectContext& ctx, const float* coeffs, int64_t n, float* out) {
+  const std::vector<Piece> pieces = layout(ctx, n);
+  for (const Piece& p : pieces) plans(p.len);
+  const int64_t np = static_cast<int64_t>(pieces.size());
+#pragma omp parallel for schedule(dynamic) if (np > 1)
+  for (int64_t i = 0; i < np; ++i) {
+    const Piece& p = pieces[i];
+    // c2r overwrites its input: transform a copy. Inverse FFT scaled by 1/N.
+    thread_local std::vector<float> scratch;
+    const int64_t m = 2 * (p.len / 2 + 1);
+    scratch.assign(coeffs + p.coef, coeffs + p.coef + m);
+    fftwf_execute_dft_c2r(plans_.at(p.len)->c2r, reinterpret_cast<fftwf_complex*>(scratch.data()),
+                          out + p.begin);
+    const float inv = 1.0f / static_cast<float>(p.len);
+    for (int64_t e = 0; e < p.len; ++e) out[p.begin + e] *= inv;
+  }
+}
+
+double FftSparsifier::state_signature(int bucket) const {
+  auto it = last_theta_.find(bucket);
+  return it == last_theta_.end() ? 0.0 : it->second;
+}
+
+}  // namespace st

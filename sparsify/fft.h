@@ -1,0 +1,76 @@
+// FFT-based gradient sparsification (Wang et al., "FFT-based Gradient Sparsification for
+// the Distributed Training of Deep Neural Networks", HPDC 2020, arXiv 1811.08596;
+// ALGORITHMS.md "FFT-based sparsification"):
+//   per tensor: real FFT (FFTW here; cuFFT R2C in fft_cuda.cu), keep the (1 - theta)
+//   fraction of coefficients with the largest magnitude (over the whole bucket), quantise
+//   their real and imaginary parts with a range-based float of `bits` bits, pack, exchange
+//   (allgather-sum in the frequency domain), sum, inverse real FFT (scale 1/N), divide by P.
+// The hook's transform-domain extension does the exchange: the coefficient domain is every
+// tensor's half spectrum, interleaved (re, im), 2 (L/2 + 1) floats per tensor of L; a kept
+// coefficient j of a tensor at domain offset o selects positions o + 2j and o + 2j + 1.
+// "Per tensor" uses SelectContext::segments (the bucket's parameters); without them (tests,
+// benchmarks) the whole bucket is one tensor. --sp block > 0 further cuts tensors into
+// pieces of at most `block` elements.
+//
+// theta diminishes (the paper's convergence argument needs it; schedule unverified):
+// theta_t = max(theta_min, theta_0 decay^floor(t / every)), theta_0 = --sp theta, or
+// 1 - density when theta < 0 (the default), so --density sets the initial kept fraction.
+//
+// Wire format per rank (32-bit words): [range-float format][k][k coefficient indices
+// (domain offset / 2 + j)][2k codes of `bits` bits, LSB-first: re, im of each]; nothing
+// when k = 0. Bytes: 4 (2 + k) + ceil(2 k bits / 32) * 4, i.e. 6 (bits 8) or 8 (bits 16)
+// bytes per kept coefficient instead of 16 for two (index, float) pairs.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "sparsify/quantizers.h"
+#include "sparsify/sparsifier.h"
+
+namespace st {
+
+class FftSparsifier : public Sparsifier {
+ public:
+  static constexpr const char* kParams =
+      "theta=-1 theta_min=0 decay=0.99 every=1000 bits=16 block=0";
+  explicit FftSparsifier(const SparsifierOptions& o);
+  ~FftSparsifier() override;
+
+  std::string name() const override { return "fft"; }
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  bool packs() const override { return true; }
+  void unpack(const SelectContext& ctx, int64_t n, const uint32_t* data, int64_t words,
+              Selection& out) const override;
+  bool transform_domain() const override { return true; }
+  int64_t domain_size(const SelectContext& ctx, int64_t n) const override;
+  void decode(const SelectContext& ctx, const float* coeffs, int64_t n, float* out) override;
+  double state_signature(int bucket) const override;
+
+  // theta at iteration t for a density d.
+  double theta(int64_t t, double density) const;
+
+  // One transformed piece: bucket elements [begin, begin + len), domain [coef, coef + 2 (len/2 +
+  // 1)).
+  struct Piece {
+    int64_t begin, len, coef;
+  };
+  std::vector<Piece> layout(const SelectContext& ctx, int64_t n) const;
+
+ private:
+  struct Plans;
+  Plans& plans(int64_t len);
+
+  double theta0_, theta_min_, decay_;
+  int64_t every_, block_;
+  int bits_;
+  std::map<int64_t, std::unique_ptr<Plans>> plans_;  // by transform length
+  std::map<int, double> last_theta_;                 // per bucket (rank-identical)
+  std::vector<float> coef_, mag_;                    // select scratch
+  std::vector<int32_t> keep_;
+};
+
+}  // namespace st

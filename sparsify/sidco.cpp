@@ -1,0 +1,90 @@
+#include "sparsify/sidco.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace st {
+
+Sidco::Options Sidco::from(const SparsifierOptions& o, sidco::Variant v) {
+  Options r;
+  r.variant = v;
+  r.stages = static_cast<int>(o.get_int("stages", r.stages));
+  r.adapt = static_cast<int>(o.get_int("adapt", r.adapt));
+  r.every = static_cast<int>(o.get_int("every", r.every));
+  r.band = o.get("band", r.band);
+  ST_CHECK(r.stages >= 1, "--sp stages must be >= 1, got ", r.stages);
+  ST_CHECK(r.adapt >= -1 && r.adapt <= 1, "--sp adapt must be -1, 0 or 1, got ", r.adapt);
+  ST_CHECK(r.every >= 1, "--sp every must be >= 1, got ", r.every);
+  ST_CHECK(r.band > 0 && r.band < 1, "--sp band must be in (0, 1), got ", r.band);
+  return r;
+}
+
+Sidco::Sidco(Options o) : opt_(o) {}
+
+std::string Sidco::name() const {
+  switch (opt_.variant) {
+    case sidco::Variant::E:
+      return "sidco-e";
+    case sidco::Variant::P:
+      return "sidco-p";
+    case sidco::Variant::GP:
+      return "sidco-gp";
+  }
+  return "sidco";
+}
+
+Sidco::State& Sidco::state(int bucket, double delta) {
+  auto [it, fresh] = state_.try_emplace(bucket);
+  State& s = it->second;
+  s.max_m = sidco::max_stages(delta);
+  if (fresh) s.m = std::min(opt_.stages, s.max_m);
+  return s;
+}
+
+void Sidco::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
+  State& s = state(ctx.bucket, ctx.density);
+  if (ctx.density >= 1.0) {  // nothing to compress
+    out.indices.resize(n);
+    for (int64_t i = 0; i < n; ++i) out.indices[i] = static_cast<int32_t>(i);
+    return;
+  }
+  const sidco::Estimate e = sidco::estimate(x, n, opt_.variant, s.m, ctx.density, s.ws);
+  sidco::select_above(x, n, e, s.ws, out.indices);
+  out.threshold = e.tau;
+}
+
+int Sidco::adapt_stages(int m, double ratio, int direction, double band, int max_m) {
+  if (direction == 0) return m;
+  // More stages lower the threshold's over-selection on heavy tails (ALGORITHMS.md table).
+  int step = 0;
+  if (ratio > 1.0 + band) step = 1;
+  if (ratio < 1.0 - band) step = -1;
+  return std::clamp(m + direction * step, 1, max_m);
+}
+
+void Sidco::observe(const ExchangeFeedback& fb) {
+  auto it = state_.find(fb.bucket);
+  if (it == state_.end() || fb.k <= 0 || fb.rank_counts.empty()) return;
+  State& s = it->second;
+  double mean = 0;
+  for (int64_t c : fb.rank_counts) mean += static_cast<double>(c);
+  mean /= static_cast<double>(fb.rank_counts.size());
+  s.ratio_sum += mean / static_cast<double>(fb.k);
+  if (++s.seen < opt_.every) return;
+  s.m = adapt_stages(s.m, s.ratio_sum / s.seen, opt_.adapt, opt_.band, s.max_m);
+  s.ratio_sum = 0;
+  s.seen = 0;
+}
+
+double Sidco::state_signature(int bucket) const {
+  auto it = state_.find(bucket);
+  return it == state_.end() ? 0.0 : it->second.m + 0.001 * it->second.seen;
+}
+
+int Sidco::stages(int bucket) const {
+  auto it = state_.find(bucket);
+  return it == state_.end() ? opt_.stages : it->second.m;
+}
+
+}  // namespace st

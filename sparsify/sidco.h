@@ -1,0 +1,60 @@
+// SIDCo (Abdelmoniem et al., MLSys 2021, arXiv 2101.10761): threshold from a fitted
+// sparsity-inducing law on a = |x| / ||x||_2 (sparsify/sidco_fit.h), strict `a > eta`
+// selection, allgather-sum exchange. Three registry names, one per variant: sidco-e
+// (exponential), sidco-p (generalized Pareto), sidco-gp (gamma, then Pareto).
+//
+// Adaptive stage count (ALGORITHMS.md): every `every` exchanges of a bucket, the mean of
+// achieved/target (each rank's count / k, averaged over ranks and the window) outside
+// [1 - band, 1 + band] moves M by one within [1, ceil(ln delta / ln 0.5)]. Direction +1
+// (default) raises M on over-selection; tests/sparsify/sidco_test.cpp shows on Student-t(3)
+// data that this is the direction that brings the ratio toward 1. -1 is the reverse (the
+// reference code's mode -1), 0 keeps M fixed. M depends only on allgathered counts, so it
+// is identical on every rank.
+#pragma once
+
+#include <map>
+
+#include "sparsify/sidco_fit.h"
+#include "sparsify/sparsifier.h"
+
+namespace st {
+
+class Sidco : public Sparsifier {
+ public:
+  struct Options {
+    sidco::Variant variant = sidco::Variant::E;
+    int stages = 1;     // initial M
+    int adapt = 1;      // +1, -1 or 0 (see above)
+    int every = 5;      // exchanges per adaptation window
+    double band = 0.2;  // tolerated |achieved/target - 1|
+  };
+  // Reads --sp stages, adapt, every, band.
+  static Options from(const SparsifierOptions& o, sidco::Variant v);
+  static constexpr const char* kParams = "stages=1 adapt=1 every=5 band=0.2";
+
+  explicit Sidco(Options o);
+  std::string name() const override;
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  bool sends_at_least_one() const override { return false; }
+  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void observe(const ExchangeFeedback& fb) override;
+  double state_signature(int bucket) const override;
+  // Current M of a bucket (tests, statistics).
+  int stages(int bucket) const;
+  // The adaptive rule on one window's mean ratio: the new M.
+  static int adapt_stages(int m, double ratio, int direction, double band, int max_m);
+
+ private:
+  struct State {
+    int m = 1;
+    double ratio_sum = 0;
+    int seen = 0;
+    int max_m = 1;
+    sidco::Workspace ws;
+  };
+  State& state(int bucket, double delta);
+  Options opt_;
+  std::map<int, State> state_;
+};
+
+}  // namespace st

@@ -1,0 +1,223 @@
+#include "sparsify/sidco_fit.h"
+
+#include <algorithm>
+#include <boost/math/special_functions/gamma.hpp>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace st::sidco {
+
+namespace {
+
+constexpr double kLogEps = 2.2e-16;  // SIDCo's reference code: ln(a + eps) for a = 0
+constexpr int64_t kBlock = 1 << 16;  // reduction block: results independent of threads
+
+// Moments over [0, n) split into fixed blocks, each reduced by f(begin, end, moments)
+// in parallel and summed in block order.
+template <class F>
+Moments reduce_blocks(int64_t n, F f) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<Moments> part(blocks);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) f(b * kBlock, std::min(n, (b + 1) * kBlock), part[b]);
+  Moments m;
+  for (const Moments& p : part) m.add(p);
+  return m;
+}
+
+// Concatenates per-block index lists in block order.
+void concat(std::vector<std::vector<int32_t>>& parts, std::vector<int32_t>& out) {
+  size_t total = 0;
+  for (const auto& p : parts) total += p.size();
+  out.clear();
+  out.reserve(total);
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+}
+
+// The law fitted at one stage: first stage on all a, later stages on the exceedances
+// shifted by their minimum (so `m` describes the shifted sample).
+double fit(Variant v, bool first, double mean, double var, double mean_log, double delta) {
+  if (v == Variant::E) return exponential_threshold(mean, delta);
+  if (v == Variant::GP && first) return gamma_threshold(mean, mean_log, delta);
+  return pareto_threshold(mean, var, delta);
+}
+
+}  // namespace
+
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::E:
+      return "E";
+    case Variant::P:
+      return "P";
+    case Variant::GP:
+      return "GP";
+  }
+  return "?";
+}
+
+double exponential_threshold(double mean, double delta) {
+  return -mean * std::log(delta);
+}
+
+double pareto_threshold(double mean, double var, double delta) {
+  if (!(var > 0)) return exponential_threshold(mean, delta);
+  const double r = mean * mean / var;
+  const double scale = mean * (r + 1.0) / 2.0, kappa = (r - 1.0) / 2.0;
+  if (std::abs(kappa) < 1e-9) return -scale * std::log(delta);
+  return scale * (1.0 - std::pow(delta, kappa)) / kappa;
+}
+
+double gamma_threshold(double mean, double mean_log, double delta) {
+  const double s = std::log(mean) - mean_log;  // >= 0 by Jensen; 0 only for a constant
+  if (!(s > 1e-12)) return mean;
+  const double alpha = (3.0 - s + std::sqrt((s - 3.0) * (s - 3.0) + 24.0 * s)) / (12.0 * s);
+  const double beta = mean / alpha;
+  return beta * boost::math::gamma_p_inv(alpha, 1.0 - delta);
+}
+
+void Moments::add(const Moments& o) {
+  count += o.count;
+  sum += o.sum;
+  sumsq += o.sumsq;
+  sumlog += o.sumlog;
+  min = std::min(min, o.min);
+}
+
+double Moments::var() const {
+  if (count < 2) return 0.0;
+  const double c = static_cast<double>(count), mu = sum / c;
+  return std::max(0.0, (sumsq - c * mu * mu) / (c - 1.0));
+}
+
+int max_stages(double delta) {
+  return std::max(1, static_cast<int>(std::ceil(std::log(delta) / std::log(0.5))));
+}
+
+double later_stage_delta(double delta, int stages) {
+  return std::pow(delta / kFirstStageDelta, 1.0 / static_cast<double>(stages - 1));
+}
+
+Estimate estimate_with(int64_t n, Variant variant, int stages, double delta,
+                       const MomentsFn& moments) {
+  ST_CHECK(delta > 0 && delta < 1, "SIDCo: density must be in (0, 1), got ", delta);
+  ST_CHECK(stages >= 1, "SIDCo: stages must be >= 1, got ", stages);
+  Estimate e;
+  if (n <= 0) return e;
+  // Stage 1 moments of |x| (sum a^2 = 1 by construction, so the norm comes for free).
+  const Moments m0 = moments(-1.0f, 0.0, false);
+  e.norm = std::sqrt(m0.sumsq);
+  if (!(e.norm > 0) || !std::isfinite(e.norm)) {
+    e.tau = std::numeric_limits<float>::infinity();  // nothing to send (all zero) or NaN
+    e.eta = std::numeric_limits<double>::infinity();
+    return e;
+  }
+  const double inv = 1.0 / e.norm, c0 = static_cast<double>(n);
+  const double mean0 = m0.sum * inv / c0;
+  const double var0 = n > 1 ? std::max(0.0, (1.0 - c0 * mean0 * mean0) / (c0 - 1.0)) : 0.0;
+  const double mean_log0 = variant == Variant::GP ? moments(-1.0f, inv, false).sumlog / c0 : 0.0;
+  const bool multi = stages > 1 && delta < kFirstStageDelta;
+  e.eta = fit(variant, true, mean0, var0, mean_log0, multi ? kFirstStageDelta : delta);
+  e.tau = static_cast<float>(e.eta * e.norm);
+  e.stages = 1;
+  if (!multi) return e;
+  const double ds = later_stage_delta(delta, stages);
+  for (int s = 2; s <= stages; ++s) {
+    // Exceedances of the previous threshold (strict, as the selection), in |x| units.
+    const float tau = e.tau;
+    const Moments m = moments(tau, 0.0, s < stages);
+    if (m.count < 2) break;  // too few exceedances to fit: keep the previous threshold
+    // Shifted exceedances b = a - t_min: mean shifts, the variance does not.
+    const double t_min = m.min * inv;
+    const double mean = m.mean() * inv - t_min, var = m.var() * inv * inv;
+    e.eta = t_min + fit(variant, false, mean, var, 0.0, ds);
+    e.tau = std::max(tau, static_cast<float>(e.eta * e.norm));
+    e.stages = s;
+  }
+  return e;
+}
+
+Estimate estimate(const float* x, int64_t n, Variant variant, int stages, double delta,
+                  Workspace& ws) {
+  ws.compacted = false;
+  ws.candidates.clear();
+  std::vector<std::vector<int32_t>> parts;
+  // One pass: all of x (tau < 0, branch-free) or the exceedances of tau over the current
+  // set, compacting them when more passes follow.
+  auto pass = [&](float tau, double log_scale, bool compact) -> Moments {
+    if (tau < 0 && log_scale > 0)
+      return reduce_blocks(n, [x, log_scale](int64_t b, int64_t end, Moments& m) {
+        double s = 0;
+        for (int64_t i = b; i < end; ++i) s += std::log(std::abs(x[i]) * log_scale + kLogEps);
+        m.sumlog = s;
+      });
+    if (tau < 0)
+      return reduce_blocks(n, [x](int64_t b, int64_t end, Moments& m) {
+        double s = 0, q = 0;
+#pragma omp simd reduction(+ : s, q)
+        for (int64_t i = b; i < end; ++i) {
+          const double v = std::abs(x[i]);
+          s += v;
+          q += v * v;
+        }
+        m.count = end - b;
+        m.sum = s;
+        m.sumsq = q;
+      });
+    const bool on_list = ws.compacted;
+    const int64_t len = on_list ? static_cast<int64_t>(ws.candidates.size()) : n;
+    if (compact) parts.assign((len + kBlock - 1) / kBlock, {});
+    const int32_t* cand = ws.candidates.data();
+    const Moments m = reduce_blocks(len, [&](int64_t b, int64_t end, Moments& mb) {
+      std::vector<int32_t>* out = compact ? &parts[b / kBlock] : nullptr;
+      double sum = 0, sq = 0, mn = std::numeric_limits<double>::infinity();
+      int64_t c = 0;
+      for (int64_t j = b; j < end; ++j) {
+        const int64_t i = on_list ? cand[j] : j;
+        const float v = std::abs(x[i]);
+        if (v > tau) {
+          ++c;
+          sum += v;
+          sq += static_cast<double>(v) * v;
+          mn = std::min(mn, static_cast<double>(v));
+          if (out) out->push_back(static_cast<int32_t>(i));
+        }
+      }
+      mb.count = c;
+      mb.sum = sum;
+      mb.sumsq = sq;
+      mb.min = mn;
+    });
+    if (compact) {
+      concat(parts, ws.candidates);
+      ws.compacted = true;
+    }
+    return m;
+  };
+  return estimate_with(n, variant, stages, delta, pass);
+}
+
+void select_above(const float* x, int64_t n, const Estimate& e, const Workspace& ws,
+                  std::vector<int32_t>& out) {
+  out.clear();
+  if (!(e.tau < std::numeric_limits<float>::infinity())) return;
+  const int64_t len = ws.compacted ? static_cast<int64_t>(ws.candidates.size()) : n;
+  const int64_t blocks = (len + kBlock - 1) / kBlock;
+  std::vector<std::vector<int32_t>> parts(blocks);
+  const int32_t* cand = ws.candidates.data();
+  const bool on_list = ws.compacted;
+  const float tau = e.tau;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::vector<int32_t>& p = parts[b];
+    const int64_t end = std::min(len, (b + 1) * kBlock);
+    for (int64_t j = b * kBlock; j < end; ++j) {
+      const int64_t i = on_list ? cand[j] : j;
+      if (std::abs(x[i]) > tau) p.push_back(static_cast<int32_t>(i));
+    }
+  }
+  concat(parts, out);
+}
+
+}  // namespace st::sidco

@@ -1,0 +1,89 @@
+// Variance-based gradient compression (Tsuzuku, Imachi, Akiba, "Variance-based Gradient
+// Compression for Efficient Distributed Deep Learning", arXiv 1802.06058; ALGORITHMS.md):
+// delay an element until it is unambiguous, i.e. large against the variance of its
+// minibatch-mean estimate.
+//   r: the accumulated gradient = the hook's error-feedback x (grad + residual);
+//   v: per element, += s / B^2 each step, s = sum over samples of the squared per-sample
+//      gradient. Layers provide sum_i (term_i)^2 where term_i = g_i / B is sample i's share
+//      of the mean gradient (the loss averages over the batch), which is already s / B^2;
+//   send i iff r_i^2 > alpha v_i (or |r_i| > tau when tau > 0, Strom's rule);
+//   sent: v_i = 0 and r_i leaves with its quantised value (the residual keeps only the
+//   quantisation error, so error feedback stays exact; the paper resets r_i to 0);
+//   unsent: v_i *= zeta.
+// Constants alpha = 1.5 (paper: "1 to 2"), zeta = 0.999, tau = 0 (off) are unverified.
+//
+// Wire format (unverified layout, "a few bits packed with the index in 32 bits"): one
+// float32 scale word (max |r| sent), then one word per sent element:
+//   [ index : b bits | sign : 1 bit | e : 31 - b bits ],  b = ceil(log2 n),
+// value = sign * scale * 2^-e with e chosen so the value is the nearest power-of-two
+// fraction of scale (relative error <= 1/3); e saturates at 2^(31-b) - 1. Needs n <= 2^29.
+//
+// Where the per-sample sums are missing (no aux provider, or a layer that cannot provide
+// them: BatchNorm), v += g^2 / B, a lower bound of s / B^2 (Cauchy-Schwarz: sum g_i^2 >=
+// (sum g_i)^2 / B); such elements are sent more eagerly. B is --sp batch when no provider
+// is installed; SqGradients knows the real batch size.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "comm/reducer.h"
+#include "sparsify/sparsifier.h"
+
+namespace st {
+
+class Vgc : public Sparsifier {
+ public:
+  static constexpr const char* kParams = "alpha=1.5 zeta=0.999 tau=0 batch=32";
+  explicit Vgc(const SparsifierOptions& o);
+  std::string name() const override { return "vgc"; }
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  bool sends_at_least_one() const override { return false; }
+  bool uses_sq_grads() const override { return true; }
+  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  bool packs() const override { return true; }
+  void unpack(const SelectContext& ctx, int64_t n, const uint32_t* data, int64_t words,
+              Selection& out) const override;
+  // Accumulated variance of a bucket (tests).
+  const std::vector<float>& variance(int bucket) const { return v_.at(bucket); }
+
+  // The 32-bit entry layout for a bucket of n elements.
+  static int index_bits(int64_t n);
+  static uint32_t encode(int32_t index, float value, float scale, int index_bits);
+  static void decode(uint32_t word, float scale, int index_bits, int32_t& index, float& value);
+
+ private:
+  double alpha_, zeta_, tau_;
+  int64_t batch_;
+  std::map<int, std::vector<float>> v_;
+};
+
+// g^2 / B: the fallback estimate of s / B^2 for n elements of raw gradient g.
+void sq_grad_fallback(const float* g, int64_t n, int64_t batch, float* out);
+
+// The per-sample squared-gradient sums VGC reads: one flat buffer laid out like
+// FlatParams' gradients, each Param::sq_grad a view of it (so the layers fill it in
+// place), and the hook's aux provider handing out a bucket's slice. Parameters whose
+// layer does not provide the sums get sq_grad_fallback() from their gradient.
+// Usage (the trainer): construct after FlatParams, install `provider()` on the hook,
+// call zero() with FlatParams::zero_grads() before every backward.
+class SqGradients {
+ public:
+  SqGradients(FlatParams& flat, int64_t batch_per_rank);
+  ~SqGradients();
+  void zero() { flat_sq_.zero(); }
+  // The provider: the bucket's slice, fallback estimates filled in. Communication thread.
+  Tensor bucket(const Bucket& b);
+  std::function<Tensor(const Bucket&)> provider() {
+    return [this](const Bucket& b) { return bucket(b); };
+  }
+
+ private:
+  FlatParams& flat_;
+  int64_t batch_;
+  Tensor flat_sq_;
+};
+
+}  // namespace st

@@ -1,0 +1,289 @@
+// Quantisers: the range-based float (FFT paper), QSGD and TernGrad, and their packed wire
+// formats; each round trip within its stated bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "sparsify/quantizers.h"
+#include "sparsify/registry.h"
+
+namespace st::test {
+namespace {
+
+using quant::RangeFloat;
+
+// Log-uniform magnitudes over [2^lo, 2^hi), random signs, plus a few exact zeros.
+std::vector<float> log_uniform(int64_t n, float lo, float hi, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    const float a = std::exp2(lo + (hi - lo) * rng.uniform());
+    x = rng.uniform() < 0.5f ? -a : a;
+  }
+  v[0] = 0.0f;
+  return v;
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+float min_abs_nonzero(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v)
+    if (x != 0 && (m == 0 || std::abs(x) < m)) m = std::abs(x);
+  return m;
+}
+
+// The stated bound of range_float_encode (quantizers.h).
+void expect_range_float_bound(const std::vector<float>& v, int width) {
+  const RangeFloat f = quant::range_float_format(max_abs(v), min_abs_nonzero(v), width);
+  const float max_code_value = quant::range_float_decode(f, (1u << (width - 1)) - 1u);
+  const float normal = std::ldexp(1.0f, f.exp0);
+  for (float x : v) {
+    const float q = quant::range_float_decode(f, quant::range_float_encode(f, x));
+    const float err = std::abs(q - x), a = std::abs(x);
+    if (x == 0) {
+      ASSERT_EQ(q, 0.0f);
+    } else if (a >= normal) {
+      const bool saturated = q == std::copysign(max_code_value, x);
+      const float rel = std::ldexp(1.0f, -(f.man_bits + (saturated ? 0 : 1)));
+      ASSERT_LE(err, rel * a * (1 + 1e-6f))
+          << "x " << x << " q " << q << " width " << width << " exp " << f.exp_bits << " man "
+          << f.man_bits << " exp0 " << f.exp0;
+    } else {
+      ASSERT_LE(err, std::ldexp(1.0f, f.exp0 - f.man_bits - 1) * (1 + 1e-6f)) << "x " << x;
+    }
+    ASSERT_TRUE(q == 0 || std::signbit(q) == std::signbit(x));
+  }
+}
+
+TEST(RangeFloat, FormatSpansTheObservedRange) {
+  // 2^-3 .. 2^5: 9 binades -> fields 1..9 need 4 exponent bits; 8 bits leave 3 mantissa.
+  const RangeFloat f = quant::range_float_format(40.0f, 0.2f, 8);
+  EXPECT_EQ(f.exp_bits, 4);
+  EXPECT_EQ(f.man_bits, 3);
+  EXPECT_EQ(f.exp0, -3);
+  const RangeFloat g = quant::range_float_format(40.0f, 0.2f, 16);
+  EXPECT_EQ(g.exp_bits, 4);
+  EXPECT_EQ(g.man_bits, 11);
+  // Header word round trip.
+  const RangeFloat h = quant::range_float_unpack(quant::range_float_pack(g));
+  EXPECT_EQ(h.width, 16);
+  EXPECT_EQ(h.exp_bits, 4);
+  EXPECT_EQ(h.man_bits, 11);
+  EXPECT_EQ(h.exp0, -3);
+}
+
+TEST(RangeFloat, RoundTripWithinBound) {
+  for (int width : {8, 12, 16})
+    for (float span : {1.0f, 6.0f, 20.0f, 60.0f}) {
+      SCOPED_TRACE("width " + std::to_string(width) + " span " + std::to_string(span));
+      expect_range_float_bound(log_uniform(20000, -10.0f, -10.0f + span, 7), width);
+    }
+}
+
+TEST(RangeFloat, TooWideARangeKeepsTheTopBinades) {
+  // 120 binades do not fit 5 exponent bits (width 6): mantissa 0, small values go to 0.
+  const std::vector<float> v = log_uniform(5000, -100.0f, 20.0f, 3);
+  const RangeFloat f = quant::range_float_format(max_abs(v), min_abs_nonzero(v), 6);
+  EXPECT_EQ(f.exp_bits, 5);
+  EXPECT_EQ(f.man_bits, 0);
+  expect_range_float_bound(v, 6);
+}
+
+TEST(RangeFloat, SixteenBitsBeatEightBits) {
+  const std::vector<float> v = log_uniform(20000, -8.0f, 0.0f, 11);
+  double e8 = 0, e16 = 0, ref = 0;
+  for (int width : {8, 16}) {
+    const RangeFloat f = quant::range_float_format(max_abs(v), min_abs_nonzero(v), width);
+    for (float x : v) {
+      const double d = quant::range_float_decode(f, quant::range_float_encode(f, x)) - x;
+      (width == 8 ? e8 : e16) += d * d;
+    }
+  }
+  for (float x : v) ref += static_cast<double>(x) * x;
+  EXPECT_LT(std::sqrt(e16 / ref), 1e-3);
+  EXPECT_LT(std::sqrt(e16 / ref), std::sqrt(e8 / ref) / 100);
+}
+
+TEST(BitPacking, RoundTripOfMixedWidths) {
+  std::vector<uint32_t> words;
+  quant::BitWriter w(words);
+  Rng rng(1);
+  std::vector<std::pair<uint32_t, int>> put;
+  for (int i = 0; i < 1000; ++i) {
+    const int bits = 1 + static_cast<int>(rng.below(24));
+    const uint32_t v = rng.below(1u << bits);
+    put.emplace_back(v, bits);
+    w.put(v, bits);
+  }
+  w.flush();
+  quant::BitReader r(words.data(), static_cast<int64_t>(words.size()));
+  for (const auto& [v, bits] : put) ASSERT_EQ(r.get(bits), v);
+  // At most 31 padding bits remain: two more 24-bit reads run past the end.
+  EXPECT_THROW(
+      {
+        r.get(24);
+        r.get(24);
+      },
+      Error);
+}
+
+std::vector<float> gaussian(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = rng.normal();
+  return v;
+}
+
+TEST(Qsgd, LevelsAreWithinOneStepAndUnbiased) {
+  const std::vector<float> v = gaussian(512, 3);
+  double sq = 0;
+  for (float x : v) sq += static_cast<double>(x) * x;
+  const float norm = static_cast<float>(std::sqrt(sq));
+  const int s = 15, trials = 4000;
+  std::vector<double> mean(v.size(), 0.0);
+  double err2 = 0;
+  for (int t = 0; t < trials; ++t)
+    for (size_t i = 0; i < v.size(); ++i) {
+      const int32_t l = quant::qsgd_level(v[i], norm, s, philox_uniform(9, t, i));
+      ASSERT_LE(std::abs(l), s);
+      const float q = quant::qsgd_value(l, norm, s);
+      // Deterministic bound: one quantisation step, ||v|| / s.
+      ASSERT_LE(std::abs(q - v[i]), norm / s * (1 + 1e-6f));
+      mean[i] += q / trials;
+      err2 += static_cast<double>(q - v[i]) * (q - v[i]) / trials;
+    }
+  // Unbiased: the mean over trials converges to v (standard error <= step / (2 sqrt(T))).
+  for (size_t i = 0; i < v.size(); ++i)
+    ASSERT_NEAR(mean[i], v[i], 5 * norm / s / std::sqrt(trials));
+  // QSGD Lemma 3.1: E||Q(v) - v||^2 <= min(n / s^2, sqrt(n) / s) ||v||^2.
+  const double n = static_cast<double>(v.size());
+  EXPECT_LE(err2, std::min(n / (s * s), std::sqrt(n) / s) * sq);
+}
+
+TEST(TernGrad, TernaryWithinScaleAndUnbiased) {
+  const std::vector<float> v = gaussian(1000, 4);
+  float scale = 0;
+  for (float x : v) scale = std::max(scale, std::abs(x));
+  const int trials = 4000;
+  std::vector<double> mean(v.size(), 0.0);
+  for (int t = 0; t < trials; ++t)
+    for (size_t i = 0; i < v.size(); ++i) {
+      const int32_t l = quant::terngrad_level(v[i], scale, philox_uniform(5, t, i));
+      ASSERT_TRUE(l == -1 || l == 0 || l == 1);
+      const float q = quant::terngrad_value(l, scale);
+      ASSERT_LE(std::abs(q - v[i]), scale);  // |Q - v| <= max |v|
+      mean[i] += q / trials;
+    }
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_NEAR(mean[i], v[i], 5 * scale / std::sqrt(trials));
+}
+
+// Through the Sparsifier interface: every position, values within the bound, and the
+// packed words decode to exactly the selection.
+void check_sparsifier(const std::string& name, const std::map<std::string, std::string>& params,
+                      int64_t expect_words) {
+  SparsifierOptions o;
+  o.params = params;
+  SparsifierPtr sp = make_sparsifier(name, o);
+  const int64_t n = 3001;
+  const std::vector<float> x = gaussian(n, 12);
+  SelectContext ctx;
+  ctx.rank = 1;
+  ctx.bucket = 2;
+  ctx.iteration = 3;
+  Selection sel;
+  sp->select(ctx, x.data(), n, sel);
+  ASSERT_EQ(static_cast<int64_t>(sel.indices.size()), n);
+  ASSERT_EQ(static_cast<int64_t>(sel.packed.size()), expect_words);
+  Selection back;
+  sp->unpack(ctx, n, sel.packed.data(), static_cast<int64_t>(sel.packed.size()), back);
+  EXPECT_EQ(back.indices, sel.indices);
+  EXPECT_EQ(back.values, sel.values);
+  EXPECT_THROW(sp->unpack(ctx, n, sel.packed.data(), expect_words - 1, back), Error);
+  // Another rank rounds differently (its own Philox stream).
+  Selection other;
+  ctx.rank = 0;
+  sp->select(ctx, x.data(), n, other);
+  EXPECT_NE(other.values, sel.values);
+}
+
+TEST(Qsgd, SparsifierPacksSignAndLevel) {
+  // chunk 512: 6 norms; 15 levels: 1 + 4 bits per element.
+  check_sparsifier("qsgd", {}, 6 + (3001 * 5 + 31) / 32);
+  check_sparsifier("qsgd", {{"levels", "255"}, {"chunk", "0"}}, 1 + (3001 * 9 + 31) / 32);
+}
+
+TEST(TernGrad, SparsifierPacksTwoBits) {
+  check_sparsifier("terngrad", {}, 1 + (3001 * 2 + 31) / 32);
+  check_sparsifier("terngrad", {{"chunk", "1000"}}, 4 + (3001 * 2 + 31) / 32);
+}
+
+}  // namespace
+}  // namespace st::test
+
+#ifdef SPARSETRAIN_WITH_CUDA
+#include "sparsify/kernels/quantize_cuda.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace st::test {
+namespace {
+
+// The CUDA kernels evaluate the same ST_HD formulas: identical codes given the same
+// scales (norms/maxima come back from the device, whose summation order differs).
+TEST(QuantizeCuda, QsgdTernGradAndRangeFloatMatchTheCpuFormulas) {
+  ST_REQUIRE_CUDA_DEVICE();
+  const int64_t n = 10000, chunk = 512, chunks = (n + chunk - 1) / chunk;
+  const std::vector<float> x = gaussian(n, 21);
+  const Device gpu = Device::cuda(0);
+  const Tensor xd = Tensor::from_vector(x, {n}).to(gpu);
+  Tensor scales = Tensor::empty({chunks}, DType::F32, gpu),
+         level = Tensor::empty({n}, DType::I32, gpu), value = Tensor::empty({n}, DType::F32, gpu);
+  const uint64_t seed = 3, stream = quant::rounding_stream(1, 2, 3);
+  quant::qsgd_cuda(xd.f32(), n, chunk, 15, seed, stream, scales.f32(), level.data<int32_t>(),
+                   value.f32());
+  Tensor s = scales.to(Device::cpu()), l = level.to(Device::cpu()), v = value.to(Device::cpu());
+  for (int64_t i = 0; i < n; ++i) {
+    const float norm = s.f32()[i / chunk];
+    ASSERT_EQ(l.data<int32_t>()[i],
+              quant::qsgd_level(x[i], norm, 15, philox_uniform(seed, stream, i)));
+    ASSERT_EQ(v.f32()[i], quant::qsgd_value(l.data<int32_t>()[i], norm, 15));
+  }
+  quant::terngrad_cuda(xd.f32(), n, chunk, seed, stream, scales.f32(), level.data<int32_t>(),
+                       value.f32());
+  s = scales.to(Device::cpu());
+  l = level.to(Device::cpu());
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(l.data<int32_t>()[i],
+              quant::terngrad_level(x[i], s.f32()[i / chunk], philox_uniform(seed, stream, i)));
+  const quant::RangeFloat f = quant::range_float_format(max_abs(x), min_abs_nonzero(x), 8);
+  Tensor codes = Tensor::empty({n}, DType::I32, gpu);
+  quant::range_float_cuda(xd.f32(), n, f, reinterpret_cast<uint32_t*>(codes.data<int32_t>()),
+                          value.f32());
+  const Tensor c = codes.to(Device::cpu());
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(static_cast<uint32_t>(c.data<int32_t>()[i]), quant::range_float_encode(f, x[i]));
+}
+
+TEST(QuantizeCuda, SidcoEstimateMatchesTheCpu) {
+  ST_REQUIRE_CUDA_DEVICE();
+  const int64_t n = 200000;
+  const std::vector<float> x = gaussian(n, 22);
+  const Tensor xd = Tensor::from_vector(x, {n}).to(Device::cuda(0));
+  for (sidco::Variant v : {sidco::Variant::E, sidco::Variant::P, sidco::Variant::GP}) {
+    sidco::Workspace ws;
+    const sidco::Estimate cpu = sidco::estimate(x.data(), n, v, 3, 0.001, ws);
+    const sidco::Estimate gpu = sidco::estimate_cuda(xd.f32(), n, v, 3, 0.001);
+    EXPECT_NEAR(gpu.tau, cpu.tau, 1e-4 * cpu.tau) << sidco::variant_name(v);
+  }
+}
+
+}  // namespace
+}  // namespace st::test
+#endif

@@ -11,6 +11,7 @@
 #include "data/registry.h"
 #include "models/registry.h"
 #include "sparsify/registry.h"
+#include "train/lm_trainer.h"
 #include "train/trainer.h"
 
 namespace {
@@ -23,9 +24,12 @@ std::string join(const std::vector<std::string>& v) {
 
 // Flags shared by train and eval.
 void add_data_flags(CLI::App* app, st::TrainConfig& c) {
-  app->add_option("--arch,-a", c.arch, "model architecture: " + join(st::model_names()))
+  app->add_option("--arch,-a", c.arch,
+                  "model architecture: " + join(st::model_names()) + ", lstm (language model)")
       ->capture_default_str();
-  app->add_option("--dataset", c.dataset, "dataset: " + join(st::dataset_names()))
+  app->add_option("--dataset", c.dataset,
+                  "dataset: " + join(st::dataset_names()) +
+                      "; for --arch lstm: fortunes (default), ptb, wikitext2, text")
       ->capture_default_str();
   app->add_option("--data-dir", c.data_dir,
                   "folder with the dataset files (fashion-mnist defaults to "
@@ -76,7 +80,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--warmup-epochs", tc.warmup_epochs, "linear LR warm-up epochs (fractional ok)")
       ->capture_default_str();
-  train->add_option("--clip", tc.clip, "clip the global gradient norm to this (0 = off)");
+  train->add_option("--clip", tc.clip,
+                    "clip the global gradient norm to this (0 = off; --arch lstm: 0.25, each "
+                    "rank's gradient before the exchange)");
   train->add_flag("!--no-augment", tc.augment, "disable training augmentation");
   train->add_option("--max-iters", tc.max_iters,
                     "stop after this many steps in total, writing a checkpoint (0 = no limit)");
@@ -116,6 +122,20 @@ int main(int argc, char** argv) {
                     "write a Chrome-trace timeline (Perfetto) of a few iterations to this file");
   train->add_option("--trace-iters", tc.trace_iters, "iterations in the trace (after 5 warm-up)")
       ->capture_default_str();
+  // The LSTM language model (--arch lstm, issue 8). Unset CNN-style flags take the PyTorch
+  // word_language_model defaults there: --lr 20 --momentum 0 --wd 0 --clip 0.25 -b 20
+  // --schedule plateau (LR / 4 when validation does not improve) --dataset fortunes.
+  st::LmOptions lm;
+  train->add_option("--layers", lm.layers, "LSTM layers (--arch lstm)")->capture_default_str();
+  train->add_option("--hidden", lm.hidden, "LSTM hidden units (--arch lstm)")
+      ->capture_default_str();
+  train->add_option("--emsize", lm.emsize, "word embedding size (--arch lstm)")
+      ->capture_default_str();
+  train->add_option("--bptt", lm.bptt, "truncated-BPTT window length (--arch lstm)")
+      ->capture_default_str();
+  train->add_option("--dropout", lm.dropout, "dropout probability (--arch lstm)")
+      ->capture_default_str();
+  train->add_flag("--tied", lm.tied, "tie the decoder to the embedding (--arch lstm)");
 
   CLI::App* list = app.add_subcommand("sparsifiers", "list the gradient sparsifiers");
 
@@ -142,7 +162,23 @@ int main(int argc, char** argv) {
       return 0;
     }
     comm = st::make_communicator(*train ? tc.comm : ec.comm);
-    if (*train) {
+    if (*train && tc.arch == "lstm") {
+      auto unset = [&](const char* flag) { return train->count(flag) == 0; };
+      if (unset("--lr")) tc.lr = 20.0f;
+      if (unset("--momentum")) tc.momentum = 0.0f;
+      if (unset("--wd")) tc.weight_decay = 0.0f;
+      if (unset("--clip")) tc.clip = 0.25f;
+      if (unset("-b")) tc.batch_size = 20;
+      if (unset("--schedule")) tc.schedule = "plateau";
+      if (unset("--dataset")) tc.dataset = "fortunes";
+      st::LmResult r = st::train_lm(tc, lm, *comm);
+      if (comm->rank() != 0) return 0;
+      std::printf(
+          "{\"steps\":%ld,\"seconds\":%.1f,\"step_ms\":%.2f,\"valid_loss\":%.4f,"
+          "\"valid_ppl\":%.2f,\"test_loss\":%.4f,\"test_ppl\":%.2f}\n",
+          static_cast<long>(r.steps), r.seconds, r.mean_step_ms, r.valid_loss, r.valid_ppl,
+          r.test_loss, r.test_ppl);
+    } else if (*train) {
       st::TrainResult r = st::train(tc, *comm);
       if (comm->rank() != 0) return 0;
       if (r.last_eval.examples > 0)
@@ -150,6 +186,11 @@ int main(int argc, char** argv) {
                     static_cast<long>(r.steps), r.seconds, r.last_eval.loss, r.last_eval.accuracy);
       else
         std::printf("{\"steps\":%ld,\"seconds\":%.1f}\n", static_cast<long>(r.steps), r.seconds);
+    } else if (*eval && st::is_lm_checkpoint(checkpoint)) {
+      if (eval->count("--dataset") == 0) ec.dataset.clear();  // the checkpoint's corpus
+      st::LmResult r = st::evaluate_lm_checkpoint(ec, checkpoint, *comm);
+      if (comm->rank() == 0)
+        std::printf("{\"test_loss\":%.4f,\"test_ppl\":%.2f}\n", r.test_loss, r.test_ppl);
     } else if (*eval) {
       st::EvalResult r = st::evaluate_checkpoint(ec, checkpoint, *comm);
       std::printf("{\"examples\":%ld,\"test_loss\":%.4f,\"test_acc\":%.2f}\n",

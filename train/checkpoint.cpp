@@ -16,13 +16,15 @@ int64_t meta_int(const std::map<std::string, std::string>& meta, const std::stri
 }  // namespace
 
 void save_checkpoint(const std::string& path, Layer& model, const Sgd* optimizer,
-                     const TrainPosition& pos, const std::map<std::string, std::string>& meta) {
+                     const TrainPosition& pos, const std::map<std::string, std::string>& meta,
+                     const std::vector<std::pair<std::string, Tensor>>& extra) {
   TensorFile f;
   for (Param* p : collect_params(model)) f.tensors.emplace_back(p->name, p->value);
   for (Buffer* b : collect_buffers(model)) f.tensors.emplace_back(b->name, b->value);
   if (optimizer)
     for (const auto& [name, t] : optimizer->state_dict())
       f.tensors.emplace_back(kOptimizerPrefix + name, t);
+  for (const auto& [name, t] : extra) f.tensors.emplace_back(name, t);
   f.metadata = meta;
   f.metadata["format"] = "sparsetrain-checkpoint-1";
   f.metadata["epoch"] = std::to_string(pos.epoch);

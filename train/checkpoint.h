@@ -7,6 +7,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "layers/layer.h"
 #include "optim/sgd.h"
@@ -19,8 +21,12 @@ struct TrainPosition {
   int64_t step = 0;   // optimiser steps taken so far
 };
 
+// `extra` tensors are stored under their own names (a trainer's state beyond model and
+// optimiser, e.g. the language model's carried LSTM state); read them back with
+// load_safetensors(path).
 void save_checkpoint(const std::string& path, Layer& model, const Sgd* optimizer,
-                     const TrainPosition& pos, const std::map<std::string, std::string>& meta);
+                     const TrainPosition& pos, const std::map<std::string, std::string>& meta,
+                     const std::vector<std::pair<std::string, Tensor>>& extra = {});
 
 // Restores model (and optimiser when given) in place; returns the position. Errors name
 // the file and the tensor that is missing or has the wrong shape.

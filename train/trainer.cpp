@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -27,6 +26,7 @@
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/trace.h"
+#include "train/train_common.h"
 
 namespace st {
 
@@ -34,24 +34,6 @@ namespace {
 
 // Debian's dataset-fashion-mnist package installs the files here.
 const char* kDebianFashionMnist = "/usr/share/datasets/fashion-mnist";
-
-std::string format_duration(double s) {
-  char buf[32];
-  const int64_t t = static_cast<int64_t>(s + 0.5);
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", static_cast<long>(t / 3600),
-                  static_cast<long>(t % 3600 / 60));
-  else
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", static_cast<long>(t / 60),
-                  static_cast<long>(t % 60));
-  return buf;
-}
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1024.0;
-}
 
 DatasetSpec dataset_spec(const TrainConfig& c, bool train, const ArchInfo& arch) {
   DatasetSpec s;
@@ -174,45 +156,6 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c) {
           {"lr", std::to_string(c.lr)},
           {"batch_size", std::to_string(c.batch_size)},
           {"epochs", std::to_string(c.epochs)}};
-}
-
-// Sums one iteration's per-bucket statistics into the iteration's metrics row:
-// user density, actual density (aggregated values / elements), counts, threshold of the
-// largest bucket, mean padding overhead, selection and exchange time, bytes sent.
-void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row) {
-  int64_t n = 0, k = 0, local = 0, global = 0, bytes = 0, largest = 0;
-  double select_ms = 0, exchange_ms = 0, padding = 0, threshold = 0;
-  for (const SparsifyStats& s : stats) {
-    n += s.n;
-    k += s.k;
-    local += s.local_count;
-    global += s.global_count;
-    bytes += s.bytes_sent;
-    select_ms += s.select_ms;
-    exchange_ms += s.exchange_ms;
-    padding += s.padding_overhead;
-    if (s.n > largest) {
-      largest = s.n;
-      threshold = s.threshold;
-    }
-  }
-  const double buckets = stats.empty() ? 1.0 : static_cast<double>(stats.size());
-  row.push_back({"sp_k", k});
-  row.push_back({"sp_local", local});
-  row.push_back({"sp_global", global});
-  row.push_back({"sp_density", n ? static_cast<double>(global) / n : 0.0});
-  row.push_back({"sp_threshold", threshold});
-  row.push_back({"sp_padding", padding / buckets});
-  row.push_back({"sp_select_ms", select_ms});
-  row.push_back({"sp_exchange_ms", exchange_ms});
-  row.push_back({"sp_bytes", bytes});
-}
-
-// Rank 0's parameters and buffers become everyone's (DESIGN: rank 0 broadcasts).
-void broadcast_model(Layer& model, FlatParams& flat, Communicator& comm) {
-  if (comm.size() == 1) return;
-  comm.broadcast(flat.values(), 0);
-  for (Buffer* b : collect_buffers(model)) comm.broadcast(b->value, 0);
 }
 
 }  // namespace

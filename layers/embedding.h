@@ -1,0 +1,32 @@
+// Embedding: a lookup table, y[..., :] = W[x[...], :] for int32 token ids x, with W
+// [num_embeddings, dim] (PyTorch's nn.Embedding layout and name "weight"). Backward
+// scatter-adds dy into the rows that were looked up; token ids get no gradient, so
+// backward returns an undefined tensor.
+#pragma once
+
+#include "core/rng.h"
+#include "layers/layer.h"
+
+namespace st {
+
+class Embedding : public Layer {
+ public:
+  // Weights uniform in [-init_range, init_range] (0.1 in the PyTorch word-language-model
+  // example and in Zaremba et al. 2014's small model).
+  Embedding(int64_t num_embeddings, int64_t dim, Rng& rng, float init_range = 0.1f);
+  std::string describe() const override;
+  Param& weight() { return *weight_; }
+  int64_t num_embeddings() const { return num_; }
+  int64_t dim() const { return dim_; }
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override;
+  Tensor backward_cpu(const Tensor& dy) override;
+
+ private:
+  int64_t num_, dim_;
+  Param* weight_;
+  Tensor ids_;
+};
+
+}  // namespace st

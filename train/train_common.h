@@ -1,0 +1,32 @@
+// Pieces shared by the training loops (train/trainer.cpp for the image models,
+// train/lm_trainer.cpp for the language model): the progress line's duration format,
+// peak memory, the sparsification columns of the metrics, and the rank-0 broadcast.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/reducer.h"
+#include "layers/flat_params.h"
+#include "sparsify/sparsify_hook.h"
+#include "train/metrics.h"
+#include "train/trace.h"
+
+namespace st {
+
+// "1m05s", "2h03m".
+std::string format_duration(double seconds);
+// Peak resident memory of this process in MB.
+double peak_rss_mb();
+// Sums one iteration's per-bucket statistics into the iteration's metrics row:
+// user density, actual density (aggregated values / elements), counts, threshold of the
+// largest bucket, mean padding overhead, selection and exchange time, bytes sent.
+void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row);
+// Rank 0's parameters and buffers become everyone's (DESIGN: rank 0 broadcasts).
+void broadcast_model(Layer& model, FlatParams& flat, Communicator& comm);
+// Adds the reducer's last-iteration timeline (gradient-ready marks, bucket exchanges) to
+// the Chrome trace.
+void trace_reducer_timeline(TraceWriter& trace, const Reducer& reducer);
+
+}  // namespace st

@@ -15,6 +15,7 @@ part::BlockRule ExDyna::blocks_from(const SparsifierOptions& o) {
   r.align = o.get_int("align", r.align);
   r.tolerance = o.get("tol", r.tolerance);
   r.min_div = o.get("min_div", r.min_div);
+  r.fill = o.get_bool("fill", r.fill);
   ST_CHECK(r.blocks >= 1, "--sp blocks=", r.blocks, ": need at least one block");
   ST_CHECK(r.align >= 1, "--sp align=", r.align, ": block alignment must be >= 1");
   ST_CHECK(r.tolerance >= 1.0, "--sp tol=", r.tolerance, ": the load tolerance must be >= 1");

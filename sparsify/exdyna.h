@@ -27,7 +27,8 @@ namespace st {
 class ExDyna : public Micro {
  public:
   ExDyna(const part::ThresholdRule& threshold, const part::BlockRule& blocks);
-  // The block rule from --sp blocks= align= tol= min_div= (paper defaults), validated.
+  // The block rule from --sp blocks= align= tol= min_div= (paper defaults) and fill=
+  // (off: the paper's grid), validated.
   static part::BlockRule blocks_from(const SparsifierOptions& options);
 
   std::string name() const override { return "exdyna"; }

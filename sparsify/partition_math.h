@@ -99,6 +99,11 @@ struct BlockRule {
   int64_t align = 32;       // block size is rounded down to a multiple of this
   double tolerance = 1.05;  // a load is "high" above tol*k_acc and "low" below k_acc/tol
   double min_div = 4.0;     // no partition shrinks below blocks / (min_div * P) blocks
+  // Not in the paper: cover the bucket with floor(n / b) blocks of the paper's size b, so
+  // the tail is shorter than one block. The paper's tail (up to 32767 elements) is
+  // immaterial for large buckets but makes the last partition several times larger in
+  // buckets of ~10^4..10^6 elements, which the one-block moves take hundreds of steps to fix.
+  bool fill = false;
 };
 
 // The block grid of a bucket: `count` blocks of `size` elements; the last partition
@@ -109,7 +114,8 @@ struct BlockGrid {
   int64_t tail = 0;
 };
 
-// The paper's grid: b = floor(n / blocks) rounded down to a multiple of `align`.
+// The paper's grid: b = floor(n / blocks) rounded down to a multiple of `align`
+// (with `fill`, floor(n / b) blocks of that size instead of `blocks`).
 // Buckets too small for that (b would be 0, n < blocks*align) keep ExDyna's balancing
 // on a coarser grid: floor(n / align) blocks of `align` elements. A bucket with fewer
 // than P such blocks gets count = 0: the caller falls back to MiCRO's element partitions.
@@ -117,7 +123,7 @@ ST_HD BlockGrid block_grid(int64_t n, int P, const BlockRule& r) {
   BlockGrid g;
   const int64_t b = n / r.blocks;
   g.size = b - b % r.align;
-  g.count = r.blocks;
+  g.count = r.fill && g.size > 0 ? n / g.size : r.blocks;
   if (g.size == 0) {
     g.size = r.align;
     g.count = n / r.align;

@@ -35,7 +35,8 @@ const std::vector<SparsifierInfo>& sparsifiers() {
          return std::make_unique<Micro>(Micro::rule_from(o));
        }},
       {"exdyna", "ExDyna: MiCRO with load-balancing block partitions (Yoon & Oh, CCGrid 2024)",
-       "hi=1.1 lo=0.909 up=1.005 mid=1.00125 down=0.995 blocks=1024 align=32 tol=1.05 min_div=4",
+       "hi=1.1 lo=0.909 up=1.005 mid=1.00125 down=0.995 blocks=1024 align=32 tol=1.05 min_div=4 "
+       "fill=0",
        [](const SparsifierOptions& o) -> SparsifierPtr {
          return std::make_unique<ExDyna>(Micro::rule_from(o), ExDyna::blocks_from(o));
        }},

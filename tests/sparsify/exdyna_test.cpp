@@ -50,6 +50,19 @@ TEST(ExDynaGrid, PaperBlocksAndSmallBuckets) {
   EXPECT_EQ(g.tail, 6000 - 187 * 32);
   g = part::block_grid(100, 4, r);  // 3 blocks for 4 ranks: element partitions
   EXPECT_EQ(g.count, 0);
+  // --sp fill=1: whole blocks of the paper's size b; the tail is under one block.
+  part::BlockRule fill = r;
+  fill.fill = true;
+  g = part::block_grid(25557032, 4, fill);
+  EXPECT_EQ(g.size, 24928);
+  EXPECT_EQ(g.count, 1025);
+  EXPECT_EQ(g.tail, 25557032 - 24928 * 1025);
+  g = part::block_grid(50280, 4, fill);  // paper grid: 1024 x 32 + a 17512 tail
+  EXPECT_EQ(g.size, 32);
+  EXPECT_EQ(g.count, 1571);
+  EXPECT_EQ(g.tail, 8);
+  g = part::block_grid(6000, 4, fill);  // small buckets as without fill
+  EXPECT_EQ(g.count, 187);
   Counts c(3);
   part::initial_block_counts(part::block_grid(1 << 20, 3, r), 3, c.data());
   EXPECT_EQ(c[0], 342);
@@ -79,8 +92,9 @@ TEST(ExDynaGrid, DisjointCoveringAfterMoves) {
   Rng rng(21);
   for (int64_t n : {32 * 4, 6000, 2500, 32767, 32768, 100003, 1 << 20, 25557032}) {
     for (int P : {1, 2, 3, 4, 8}) {
-      for (int64_t blocks : {1024, 16}) {
-        const part::BlockRule r = rule_with(blocks);
+      for (int64_t blocks : {1024, 16, -1024}) {  // -1024: 1024 with --sp fill=1
+        part::BlockRule r = rule_with(blocks < 0 ? -blocks : blocks);
+        r.fill = blocks < 0;
         const part::BlockGrid g = part::block_grid(n, P, r);
         const std::string what = "n=" + std::to_string(n) + " P=" + std::to_string(P);
         if (g.count == 0) continue;
@@ -229,6 +243,8 @@ TEST(ExDynaMoves, BadKeysAreClearErrors) {
   o.params = {{"tol", "0.9"}};
   EXPECT_THROW(make_sparsifier("exdyna", o), Error);
   o.params = {{"align", "2.5"}};
+  EXPECT_THROW(make_sparsifier("exdyna", o), Error);
+  o.params = {{"fill", "maybe"}};
   EXPECT_THROW(make_sparsifier("exdyna", o), Error);
 }
 

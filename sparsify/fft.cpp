@@ -20,28 +20,54 @@ std::mutex& planner_mutex() {
 }
 }  // namespace
 
-// Out-of-place, unaligned (pieces start anywhere in the bucket) r2c and c2r plans for
-// one length, used through FFTW's new-array execute functions.
+// Out-of-place r2c and c2r plans for one length, used through FFTW's new-array execute
+// functions: an aligned pair (SIMD codelets) for arrays FFTW considers aligned, and an
+// unaligned pair for pieces that start anywhere in the bucket.
 struct FftSparsifier::Plans {
-  fftwf_plan r2c = nullptr, c2r = nullptr;
+  fftwf_plan r2c = nullptr, c2r = nullptr, r2c_u = nullptr, c2r_u = nullptr;
   explicit Plans(int64_t len) {
     std::lock_guard<std::mutex> lock(planner_mutex());
     const int n = static_cast<int>(len);
     float* r = fftwf_alloc_real(len);
     fftwf_complex* c = fftwf_alloc_complex(len / 2 + 1);
-    const unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
-    r2c = fftwf_plan_dft_r2c_1d(n, r, c, flags);
-    c2r = fftwf_plan_dft_c2r_1d(n, c, r, flags);
+    r2c = fftwf_plan_dft_r2c_1d(n, r, c, FFTW_ESTIMATE);
+    c2r = fftwf_plan_dft_c2r_1d(n, c, r, FFTW_ESTIMATE);
+    r2c_u = fftwf_plan_dft_r2c_1d(n, r, c, FFTW_ESTIMATE | FFTW_UNALIGNED);
+    c2r_u = fftwf_plan_dft_c2r_1d(n, c, r, FFTW_ESTIMATE | FFTW_UNALIGNED);
     fftwf_free(r);
     fftwf_free(c);
-    ST_CHECK(r2c && c2r, "fft sparsifier: FFTW could not plan a transform of length ", len);
+    ST_CHECK(r2c && c2r && r2c_u && c2r_u, "fft sparsifier: FFTW could not plan length ", len);
   }
   ~Plans() {
     std::lock_guard<std::mutex> lock(planner_mutex());
-    fftwf_destroy_plan(r2c);
-    fftwf_destroy_plan(c2r);
+    for (fftwf_plan p : {r2c, c2r, r2c_u, c2r_u}) fftwf_destroy_plan(p);
   }
 };
+
+namespace {
+
+bool aligned(const void* p) {
+  return fftwf_alignment_of(static_cast<float*>(const_cast<void*>(p))) == 0;
+}
+
+// Per-thread FFTW-aligned scratch of at least `floats` floats.
+float* thread_scratch(int64_t floats) {
+  struct Buffer {
+    float* p = nullptr;
+    int64_t size = 0;
+    ~Buffer() { fftwf_free(p); }
+  };
+  thread_local Buffer b;
+  if (b.size < floats) {
+    fftwf_free(b.p);
+    b.p = fftwf_alloc_real(floats);
+    ST_CHECK(b.p, "fft sparsifier: out of memory for ", floats, " floats of scratch");
+    b.size = floats;
+  }
+  return b.p;
+}
+
+}  // namespace
 
 FftSparsifier::FftSparsifier(const SparsifierOptions& o)
     : theta0_(o.get("theta", -1.0)),
@@ -104,18 +130,25 @@ void FftSparsifier::select(const SelectContext& ctx, const float* x, int64_t n, 
 #pragma omp parallel for schedule(dynamic) if (np > 1)
   for (int64_t i = 0; i < np; ++i) {
     const Piece& p = pieces[i];
-    fftwf_execute_dft_r2c(plans_.at(p.len)->r2c, const_cast<float*>(x + p.begin),
-                          reinterpret_cast<fftwf_complex*>(coef_.data() + p.coef));
+    // Into aligned scratch, then copied: the domain layout leaves pieces unaligned.
+    const Plans& pl = *plans_.at(p.len);
+    const int64_t m = 2 * (p.len / 2 + 1);
+    float* out = thread_scratch(m);
+    float* in = const_cast<float*>(x + p.begin);
+    fftwf_execute_dft_r2c(aligned(in) ? pl.r2c : pl.r2c_u, in,
+                          reinterpret_cast<fftwf_complex*>(out));
+    std::copy(out, out + m, coef_.data() + p.coef);
   }
   // Keep the (1 - theta) fraction of coefficients with the largest magnitude.
   const double th = theta(ctx.iteration, ctx.density);
   last_theta_[ctx.bucket] = th;
   mag_.resize(ncoef);
 #pragma omp parallel for schedule(static) if (ncoef > 65536)
-  for (int64_t j = 0; j < ncoef; ++j) mag_[j] = std::hypot(coef_[2 * j], coef_[2 * j + 1]);
+  for (int64_t j = 0; j < ncoef; ++j)  // squared magnitude: same order, no hypot
+    mag_[j] = coef_[2 * j] * coef_[2 * j] + coef_[2 * j + 1] * coef_[2 * j + 1];
   const int64_t k = std::clamp<int64_t>(
       static_cast<int64_t>(std::floor((1.0 - th) * static_cast<double>(ncoef))), 1, ncoef);
-  out.threshold = select::topk_abs(mag_.data(), ncoef, k, keep_);
+  out.threshold = std::sqrt(select::topk_abs(mag_.data(), ncoef, k, keep_));
   // Range-based float over the kept parts: exponent field spans log2(max / min non-zero).
   float mx = 0, mn = 0;
   for (int32_t j : keep_)
@@ -173,12 +206,14 @@ void FftSparsifier::decode(const SelectContext& ctx, const float* coeffs, int64_
 #pragma omp parallel for schedule(dynamic) if (np > 1)
   for (int64_t i = 0; i < np; ++i) {
     const Piece& p = pieces[i];
-    // c2r overwrites its input: transform a copy. Inverse FFT scaled by 1/N.
-    thread_local std::vector<float> scratch;
+    // c2r overwrites its input: transform an aligned copy. Inverse FFT scaled by 1/N.
+    const Plans& pl = *plans_.at(p.len);
     const int64_t m = 2 * (p.len / 2 + 1);
-    scratch.assign(coeffs + p.coef, coeffs + p.coef + m);
-    fftwf_execute_dft_c2r(plans_.at(p.len)->c2r, reinterpret_cast<fftwf_complex*>(scratch.data()),
-                          out + p.begin);
+    float* in = thread_scratch(m);
+    std::copy(coeffs + p.coef, coeffs + p.coef + m, in);
+    float* dst = out + p.begin;
+    fftwf_execute_dft_c2r(aligned(dst) ? pl.c2r : pl.c2r_u, reinterpret_cast<fftwf_complex*>(in),
+                          dst);
     const float inv = 1.0f / static_cast<float>(p.len);
     for (int64_t e = 0; e < p.len; ++e) out[p.begin + e] *= inv;
   }

@@ -52,8 +52,13 @@ struct Estimate {
 
 // Reusable buffers of the multi-stage passes (per bucket, to avoid reallocation).
 struct Workspace {
-  std::vector<int32_t> candidates;  // exceedances of the previous stage, once compacted
+  std::vector<int32_t> candidates;  // positions of a stage's exceedances, once compacted
+  std::vector<float> values;        // x at those positions, contiguous for the next passes
   bool compacted = false;
+  // Scratch kept between calls, so a bucket's passes stop allocating after the first.
+  std::vector<std::vector<int32_t>> blocks;
+  std::vector<int32_t> spare_candidates;
+  std::vector<float> spare_values;
 };
 
 // The multi-stage driver over a source of moments: moments(tau, log_scale, compact)
@@ -66,7 +71,8 @@ Estimate estimate_with(int64_t n, Variant variant, int stages, double delta,
 
 // Multi-stage estimate on x: one streaming pass for the first-stage moments (a second for
 // the gamma stage's mean log), then one pass per later stage over the previous stage's
-// exceedances (compacted into `ws.candidates` once another pass will follow).
+// exceedances (compacted into `ws` with their values once another pass will follow, so
+// later passes read a contiguous quarter of the data or less).
 // Deterministic for any thread count (fixed blocks, summed in order, in double).
 Estimate estimate(const float* x, int64_t n, Variant variant, int stages, double delta,
                   Workspace& ws);

@@ -115,9 +115,10 @@ int main(int argc, char** argv) {
       ->add_option("--dense-warmup-iters", tc.dense_warmup_iters,
                    "dense exchanges before sparsification starts")
       ->capture_default_str();
-  train->add_option("--sp", tc.sparsifier_params,
-                    "a sparsifier parameter key=value (repeatable; keys per method in "
-                    "`sparsetrain sparsifiers`)");
+  std::vector<std::string> sp_pairs;
+  train->add_option("--sp", sp_pairs,
+                    "sparsifier parameters key=value, e.g. --sp hi=1.2 lo=0.8 (repeatable; "
+                    "keys per method in `sparsetrain sparsifiers`)");
   train->add_option("--trace", tc.trace,
                     "write a Chrome-trace timeline (Perfetto) of a few iterations to this file");
   train->add_option("--trace-iters", tc.trace_iters, "iterations in the trace (after 5 warm-up)")
@@ -148,8 +149,15 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    for (const std::string& kv : sp_pairs) {
+      const size_t eq = kv.find('=');
+      if (eq == 0 || eq == std::string::npos || eq + 1 == kv.size())
+        throw CLI::ValidationError("--sp", "expected key=value, got '" + kv + "'");
+      tc.sparsifier_params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2 (CLI11's own codes vary).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   // The communicator outlives the try block: on an error the handler aborts the MPI job
   // before anything waits on a collective that the failed rank will never join.

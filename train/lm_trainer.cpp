@@ -113,6 +113,7 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, const LmOp
           {"data_dir", c.data_dir},
           {"sparsifier", c.sparsifier},
           {"density", std::to_string(c.density)},
+          {"sp", format_sparsifier_params(c.sparsifier_params)},
           {"seed", std::to_string(c.seed)},
           {"lr", std::to_string(c.lr)},
           {"clip", std::to_string(c.clip)},

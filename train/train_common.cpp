@@ -72,4 +72,10 @@ void trace_reducer_timeline(TraceWriter& trace, const Reducer& reducer) {
   }
 }
 
+std::string format_sparsifier_params(const std::map<std::string, std::string>& params) {
+  std::string s;
+  for (const auto& [key, value] : params) s += (s.empty() ? "" : " ") + key + "=" + value;
+  return s;
+}
+
 }  // namespace st

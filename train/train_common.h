@@ -3,6 +3,7 @@
 // peak memory, the sparsification columns of the metrics, and the rank-0 broadcast.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ double peak_rss_mb();
 // user density, actual density (aggregated values / elements), counts, threshold of the
 // largest bucket, mean padding overhead, selection and exchange time, bytes sent.
 void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row);
+// The --sp pairs as one "key=value key=value" string (run metadata, config.json).
+std::string format_sparsifier_params(const std::map<std::string, std::string>& params);
 // Rank 0's parameters and buffers become everyone's (DESIGN: rank 0 broadcasts).
 void broadcast_model(Layer& model, FlatParams& flat, Communicator& comm);
 // Adds the reducer's last-iteration timeline (gradient-ready marks, bucket exchanges) to

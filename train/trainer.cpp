@@ -151,6 +151,7 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c) {
   return {{"arch", c.arch},
           {"sparsifier", c.sparsifier},
           {"density", std::to_string(c.density)},
+          {"sp", format_sparsifier_params(c.sparsifier_params)},
           {"dataset", c.dataset},
           {"seed", std::to_string(c.seed)},
           {"lr", std::to_string(c.lr)},

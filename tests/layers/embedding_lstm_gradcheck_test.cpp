@@ -11,6 +11,9 @@
 #include "layers/softmax_cross_entropy.h"
 #include "models/lstm_lm.h"
 #include "tests/gradcheck.h"
+#ifdef SPARSETRAIN_WITH_CUDA
+#include "tests/cuda/cuda_test_util.h"
+#endif
 
 namespace st::test {
 namespace {
@@ -248,6 +251,46 @@ TEST(LmCrossEntropy, MatchesSoftmaxCrossEntropy) {
   for (size_t i = 0; i < grad.size(); ++i) EXPECT_NEAR(grad[i], want_grad[i], 1e-6) << i;
   EXPECT_THROW(ce.forward(z, Tensor::from_vector_i32(std::vector<int32_t>(13, 37), {13})), Error);
 }
+
+#ifdef SPARSETRAIN_WITH_CUDA
+// cuDNN's LSTM against the CPU one: outputs, final state, dx, dL/dh0, dL/dc0 and the
+// accumulated parameter gradients, over two steps with the state carried and the same
+// Philox dropout masks between layers. Skips without a device.
+TEST(CudaVsCpu, LstmCudnnMatchesCpu) {
+  ST_REQUIRE_CUDA_DEVICE();
+  const Device gpu = Device::cuda(0);
+  const int64_t T = 5, B = 3, I = 4, H = 6, L = 2;
+  Rng r1(61), r2(61), data(62);
+  Lstm cpu(I, H, L, 0.3f, r1, 9), dev(I, H, L, 0.3f, r2, 9);
+  dev.to(gpu);
+  auto close = [](const Tensor& a, const Tensor& b, const std::string& what) {
+    const std::vector<float> x = a.to_vector(), y = b.to_vector();
+    ASSERT_EQ(x.size(), y.size()) << what;
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_NEAR(x[i], y[i], 1e-4 + 1e-3 * std::abs(x[i])) << what << " " << i;
+  };
+  Tensor h0 = random_tensor({L, B, H}, data, 0.5f), c0 = random_tensor({L, B, H}, data, 0.5f);
+  cpu.set_state(h0, c0);
+  dev.set_state(h0.to(gpu), c0.to(gpu));
+  for (int step = 0; step < 2; ++step) {
+    const std::string at = "step " + std::to_string(step) + " ";
+    Tensor x = random_tensor({T, B, I}, data), dy = random_tensor({T, B, H}, data);
+    Tensor dh = random_tensor({L, B, H}, data), dc = random_tensor({L, B, H}, data);
+    close(cpu.forward(x), dev.forward(x.to(gpu)), at + "y");
+    close(cpu.final_h(), dev.final_h(), at + "h_T");
+    close(cpu.final_c(), dev.final_c(), at + "c_T");
+    cpu.set_final_state_grad(dh, dc);
+    dev.set_final_state_grad(dh.to(gpu), dc.to(gpu));
+    close(cpu.backward(dy), dev.backward(dy.to(gpu)), at + "dx");
+    close(cpu.initial_h_grad(), dev.initial_h_grad(), at + "dh0");
+    close(cpu.initial_c_grad(), dev.initial_c_grad(), at + "dc0");
+    std::vector<Param*> pc = collect_params(cpu), pd = collect_params(dev);
+    for (size_t i = 0; i < pc.size(); ++i) close(pc[i]->grad, pd[i]->grad, at + pc[i]->name);
+    cpu.set_state(cpu.final_h(), cpu.final_c());
+    dev.set_state(dev.final_h(), dev.final_c());
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace st::test

@@ -75,6 +75,9 @@ class Reducer {
   // rethrows an exchange's error. Returns the time spent waiting (exposed communication).
   double finalize();
   int64_t iteration() const { return iteration_; }
+  // A resumed run continues the iteration count (sparsifiers key rotation, warm-up and
+  // random streams on it).
+  void set_iteration(int64_t iteration) { iteration_ = iteration; }
 
   // The last iteration's spans: gradient-ready marks and each bucket's exchange.
   std::vector<TimelineSpan> timeline() const;

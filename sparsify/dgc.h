@@ -42,6 +42,9 @@ class Dgc : public Sparsifier {
   const std::vector<float>& velocity(int bucket) const { return state_.at(bucket).u; }
   const std::vector<float>& accumulation(int bucket) const { return state_.at(bucket).v; }
 
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
+
  private:
   struct BucketState {
     std::vector<float> u;     // velocity

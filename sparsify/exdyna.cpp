@@ -89,4 +89,26 @@ double ExDyna::state_signature(int bucket) const {
   return static_cast<double>((h ^ (h >> 24) ^ (h >> 48)) & 0xFFFFFF);
 }
 
+void ExDyna::save_state(StateWriter& out) const {
+  Micro::save_state(out);
+  out.put<int64_t>(static_cast<int64_t>(layouts_.size()));
+  for (const auto& [id, l] : layouts_) {
+    out.put<int32_t>(id);
+    out.put(l.grid);
+    out.put_vector(l.counts);
+    out.put(l.moves);
+  }
+}
+
+void ExDyna::load_state(StateReader& in) {
+  Micro::load_state(in);
+  layouts_.clear();
+  for (int64_t i = in.get<int64_t>(); i > 0; --i) {
+    Layout& l = layouts_[in.get<int32_t>()];
+    l.grid = in.get<part::BlockGrid>();
+    l.counts = in.get_vector<int64_t>();
+    l.moves = in.get<int64_t>();
+  }
+}
+
 }  // namespace st

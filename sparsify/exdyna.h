@@ -35,6 +35,8 @@ class ExDyna : public Micro {
   part::Range partition(int bucket, int p) const override;
   // Combines the threshold and the block counts (a 24-bit hash, exact in a float).
   double state_signature(int bucket) const override;
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
   // The bucket's block grid and per-partition block counts (empty counts: element
   // partitions), and how many boundary moves it has made so far.

@@ -31,6 +31,8 @@ class Micro : public Sparsifier {
   void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
   void observe(const ExchangeFeedback& feedback) override;
   double state_signature(int bucket) const override;
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
   // The threshold the bucket's next selection uses (0 before its first selection).
   double threshold(int bucket) const;

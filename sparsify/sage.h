@@ -40,6 +40,9 @@ class Sage : public Sparsifier {
   // Slovin's formula n / (1 + n e^2), at least 1.
   static int64_t sample_size(int64_t n, double e);
 
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
+
  private:
   struct BucketState {
     double lambda = 0;

@@ -44,6 +44,9 @@ class Sidco : public Sparsifier {
   // The adaptive rule on one window's mean ratio: the new M.
   static int adapt_stages(int m, double ratio, int direction, double band, int max_m);
 
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
+
  private:
   struct State {
     int m = 1;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "sparsify/state_io.h"
+
 namespace st {
 
 // How selections travel (ALGORITHMS.md, "Two exchange patterns", plus two special cases).
@@ -107,6 +109,11 @@ class Sparsifier {
   // A number that must agree across ranks when the rule's state does (thresholds,
   // partitions); the conformance suite compares it. 0 = stateless.
   virtual double state_signature(int /*bucket*/) const { return 0.0; }
+  // Checkpointing: everything select() and observe() carry from one iteration to the next
+  // (thresholds, partitions, momenta), written and read back in the same order, so a
+  // resumed run continues exactly. Methods without such state keep the empty defaults.
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void load_state(StateReader& /*in*/) {}
 
   // --- Optional extensions (AllgatherSum only); the defaults keep plain behaviour. ---
   // Reads per-sample squared-gradient sums from SelectContext::aux (VGC): the trainer

@@ -67,6 +67,35 @@ Tensor SparsifyHook::residual(int bucket) const {
   return it == state_.end() ? Tensor() : it->second.residual;
 }
 
+std::vector<uint8_t> SparsifyHook::save_state() const {
+  StateWriter w;
+  w.put_string(sparsifier_->name());
+  w.put<int64_t>(static_cast<int64_t>(state_.size()));
+  for (const auto& [id, s] : state_) {
+    w.put<int32_t>(id);
+    w.put_vector(s.residual.defined() ? s.residual.to_vector() : std::vector<float>());
+  }
+  sparsifier_->save_state(w);
+  return w.bytes();
+}
+
+void SparsifyHook::load_state(StateReader& in) {
+  const std::string method = in.get_string();
+  ST_CHECK(method == sparsifier_->name(), in.what(),
+           ": the checkpoint holds the state of --sparsifier ", method, ", this run uses ",
+           sparsifier_->name());
+  state_.clear();
+  const int64_t buckets = in.get<int64_t>();
+  for (int64_t b = 0; b < buckets; ++b) {
+    const int32_t id = in.get<int32_t>();
+    const std::vector<float> r = in.get_vector<float>();
+    BucketState& s = state_[id];
+    if (!r.empty()) s.residual = Tensor::from_vector(r, {static_cast<int64_t>(r.size())});
+  }
+  sparsifier_->load_state(in);
+  ST_CHECK(in.done(), in.what(), ": trailing bytes after the sparsifier state of ", method);
+}
+
 std::vector<SparsifyStats> SparsifyHook::take_stats() {
   std::lock_guard<std::mutex> lock(stats_mu_);
   std::vector<SparsifyStats> out;
@@ -100,6 +129,9 @@ void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& c
   }
   BucketState& s = state_[bucket.id];
   if (!s.residual.defined()) s.residual = Tensor::zeros({n});
+  ST_CHECK(s.residual.numel() == n, "--sparsifier ", sparsifier_->name(), ": bucket ", bucket.id,
+           " has ", n, " elements but its restored residual ", s.residual.numel(),
+           " (resume with the checkpoint's --bucket-cap-mb and --first-bucket-mb)");
   // Error feedback: x = grad + residual, kept in the residual buffer.
   float* x = s.residual.f32();
   float* g = grads.f32();

@@ -52,6 +52,10 @@ class SparsifyHook : public BucketHook {
   std::vector<SparsifyStats> take_stats();
   // Error-feedback residual of a bucket (zeros before its first exchange).
   Tensor residual(int bucket) const;
+  // Checkpointing: this rank's error-feedback residuals and the sparsifier's rule state
+  // (call between iterations, when no exchange runs). load_state() checks the method.
+  std::vector<uint8_t> save_state() const;
+  void load_state(StateReader& in);
   // What this rank selected in the bucket's last exchange (tests).
   const Selection& last_selection(int bucket) const { return state_.at(bucket).selection; }
   // Aggregated positions of the bucket's last exchange, identical on all ranks (tests).

@@ -54,6 +54,9 @@ class Vgc : public Sparsifier {
   static uint32_t encode(int32_t index, float value, float scale, int index_bits);
   static void decode(uint32_t word, float scale, int index_bits, int32_t& index, float& value);
 
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
+
  private:
   double alpha_, zeta_, tau_;
   int64_t batch_;

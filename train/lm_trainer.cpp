@@ -235,6 +235,10 @@ LmResult train_lm(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
   if (!c.resume.empty()) {
     std::map<std::string, std::string> saved;
     pos = load_checkpoint(c.resume, model, &sgd, &saved);
+    reducer.set_iteration(pos.step);
+    if (sparsify && !restore_sparsify_state(*sparsify, c.resume, comm) && leader)
+      std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
+                   c.resume.c_str(), c.sparsifier.c_str());
     ST_CHECK(meta_at(saved, "arch", c.resume) == kArch, c.resume,
              ": not a language-model checkpoint");
     ST_CHECK(std::stoll(meta_at(saved, "lm_vocab", c.resume)) == vocab, c.resume,
@@ -261,6 +265,8 @@ LmResult train_lm(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
   auto checkpoint = [&](const TrainPosition& at) {
     // Every rank joins the state gather; rank 0 writes.
     auto state = gather_state(model, comm);
+    if (sparsify)
+      for (auto& entry : gather_sparsify_state(*sparsify, comm)) state.push_back(std::move(entry));
     if (!leader) return;
     meta["lm_lr"] = std::to_string(plateau_lr);
     char best[40];

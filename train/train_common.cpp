@@ -2,7 +2,11 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
+
+#include "core/safetensors.h"
 
 namespace st {
 
@@ -76,6 +80,57 @@ std::string format_sparsifier_params(const std::map<std::string, std::string>& p
   std::string s;
   for (const auto& [key, value] : params) s += (s.empty() ? "" : " ") + key + "=" + value;
   return s;
+}
+
+namespace {
+const char* kSparsifyState = "sparsify.state";
+const char* kSparsifyStateBytes = "sparsify.state_bytes";
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const SparsifyHook& hook,
+                                                                  Communicator& comm) {
+  const std::vector<uint8_t> bytes = hook.save_state();
+  const int P = comm.size();
+  // Rows of equal width (the longest rank's), so the file holds a plain [P, words] tensor.
+  Tensor len = Tensor::from_vector_i32({static_cast<int32_t>(bytes.size())}, {1});
+  Tensor lens = Tensor::zeros({P}, DType::I32);
+  if (P == 1)
+    lens.copy_from(len);
+  else
+    comm.allgather(len, lens);
+  int64_t words = 1;
+  for (int i = 0; i < P; ++i) words = std::max<int64_t>(words, (lens.data<int32_t>()[i] + 3) / 4);
+  Tensor row = Tensor::zeros({words}, DType::I32);
+  std::memcpy(row.raw(), bytes.data(), bytes.size());
+  Tensor all = Tensor::zeros({P, words}, DType::I32);
+  if (P == 1) {
+    all.copy_from(row.reshape({1, words}));
+  } else {
+    Tensor flat = all.reshape({P * words});
+    comm.allgather(row, flat);
+  }
+  return {{kSparsifyState, all}, {kSparsifyStateBytes, lens}};
+}
+
+bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm) {
+  const TensorFile f = load_safetensors(path);
+  const Tensor* all = f.find(kSparsifyState);
+  const Tensor* lens = f.find(kSparsifyStateBytes);
+  if (!all && !lens) return false;
+  ST_CHECK(all && lens, path, ": ", all ? kSparsifyStateBytes : kSparsifyState, " is missing");
+  const int P = comm.size();
+  ST_CHECK(all->rank() == 2 && all->dtype() == DType::I32 && lens->numel() == all->dim(0), path,
+           ": malformed ", kSparsifyState, " ", all->str());
+  ST_CHECK(all->dim(0) == P, path, ": the sparsifier state is of ", all->dim(0),
+           " ranks; resume it on as many ranks, not ", P);
+  const int64_t words = all->dim(1);
+  ST_CHECK(lens->dtype() == DType::I32, path, ": malformed ", kSparsifyStateBytes);
+  const int32_t size = lens->data<int32_t>()[comm.rank()];
+  ST_CHECK(size >= 0 && size <= words * 4, path, ": malformed ", kSparsifyStateBytes);
+  const auto* row = static_cast<const uint8_t*>(all->raw()) + comm.rank() * words * 4;
+  StateReader in(row, static_cast<size_t>(size), path + ": " + kSparsifyState);
+  hook.load_state(in);
+  return true;
 }
 
 }  // namespace st

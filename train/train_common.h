@@ -26,6 +26,15 @@ double peak_rss_mb();
 void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row);
 // The --sp pairs as one "key=value key=value" string (run metadata, config.json).
 std::string format_sparsifier_params(const std::map<std::string, std::string>& params);
+// The sparsify hook's state on every rank (error-feedback residuals, the method's rule
+// state) as one checkpoint tensor "sparsify.state", [P, words] int32 with each row's
+// byte count in "sparsify.state_bytes" [P]. Collective: every rank calls it.
+std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const SparsifyHook& hook,
+                                                                  Communicator& comm);
+// Gives this rank its row of a checkpoint written by a run with as many ranks. Returns
+// false, leaving the hook fresh, when the file has no such state (a dense run's
+// checkpoint: sparsification then starts from zero residuals).
+bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm);
 // Rank 0's parameters and buffers become everyone's (DESIGN: rank 0 broadcasts).
 void broadcast_model(Layer& model, FlatParams& flat, Communicator& comm);
 // Adds the reducer's last-iteration timeline (gradient-ready marks, bucket exchanges) to

@@ -210,6 +210,10 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
   TrainPosition pos;
   if (!c.resume.empty()) {
     pos = load_checkpoint(c.resume, model, &sgd);
+    reducer.set_iteration(pos.step);
+    if (sparsify && !restore_sparsify_state(*sparsify, c.resume, *comm) && leader)
+      std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
+                   c.resume.c_str(), c.sparsifier.c_str());
     if (!c.quiet && leader)
       std::fprintf(stderr, "resumed from %s at epoch %ld batch %ld (step %ld)\n", c.resume.c_str(),
                    static_cast<long>(pos.epoch), static_cast<long>(pos.batch),
@@ -244,6 +248,12 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
   Timer wall;
   double step_seconds = 0;  // exponential average for the ETA
   const auto meta = run_metadata(c);
+  // Every rank joins the sparsifier-state gather; rank 0 writes.
+  auto checkpoint = [&](const TrainPosition& at) {
+    std::vector<std::pair<std::string, Tensor>> extra;
+    if (sparsify) extra = gather_sparsify_state(*sparsify, *comm);
+    if (leader) save_checkpoint(ckpt_path, model, &sgd, at, meta, extra);
+  };
   const int64_t start_step = pos.step;
   const bool tty = isatty(STDERR_FILENO);
   const bool quiet = c.quiet || !leader;
@@ -356,8 +366,8 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
                      format_duration(eta).c_str(), tty ? "   " : "\n");
       }
       const bool stop = result.steps >= total_steps && b < iters_per_epoch;
-      if (leader && (stop || (c.checkpoint_every > 0 && result.steps % c.checkpoint_every == 0)))
-        save_checkpoint(ckpt_path, model, &sgd, {epoch, b, result.steps}, meta);
+      if (stop || (c.checkpoint_every > 0 && result.steps % c.checkpoint_every == 0))
+        checkpoint({epoch, b, result.steps});
       if (!c.trace.empty() && leader && result.steps == trace_end) trace.write(c.trace);
       if (stop) {
         result.last_eval = evaluate(model, test_loader, s.device, c.eval_batches, *comm);
@@ -387,7 +397,7 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
                      {"epoch_s", epoch_s},
                      {"wall_s", wall.seconds()},
                      {"peak_rss_mb", peak_rss_mb()}});
-    if (leader) save_checkpoint(ckpt_path, model, &sgd, {epoch + 1, 0, result.steps}, meta);
+    checkpoint({epoch + 1, 0, result.steps});
     if (!quiet)
       std::fprintf(
           stderr,

@@ -72,6 +72,86 @@ TEST(Trainer, ResumeReproducesTheUninterruptedRunBitForBit) {
   std::filesystem::remove_all(b);
 }
 
+// A sparsified run resumes exactly too: the checkpoint carries every rank's error-feedback
+// residuals and the method's rule state (thresholds, partitions, momenta, variances),
+// and the iteration count continues (rotation, dense warm-up, random streams).
+class SparsifiedResume : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(SparsifiedResume, ReproducesTheUninterruptedRunBitForBit) {
+  const auto [method, params] = GetParam();
+  auto config = [&, method = method, params = params](const std::string& out) {
+    TrainConfig c = tiny_config(out);
+    c.sparsifier = method;
+    c.density = 0.05;
+    c.dense_warmup_iters = 3;
+    c.first_bucket_mb = 0.002;
+    c.bucket_cap_mb = 0.01;
+    const std::string kv = params;
+    if (!kv.empty()) c.sparsifier_params[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    return c;
+  };
+  const std::string a = fresh_dir(std::string("sp_full_") + method),
+                    b = fresh_dir(std::string("sp_split_") + method);
+  train(config(a));
+  TrainConfig first = config(b);
+  first.max_iters = 17;
+  train(first);
+  TrainConfig second = config(b);
+  second.resume = b + "/checkpoint.safetensors";
+  train(second);
+  const auto full = losses(a), split = losses(b);
+  ASSERT_EQ(full.size(), 24u);
+  ASSERT_EQ(split.size(), 24u);
+  for (size_t i = 0; i < full.size(); ++i)
+    EXPECT_EQ(full[i], split[i]) << method << " iteration " << i;
+
+  // The state belongs to its method and its bucket plan.
+  TrainConfig other = config(b);
+  other.resume = b + "/checkpoint.safetensors";
+  other.sparsifier = std::string(method) == "topk" ? "micro" : "topk";
+  other.sparsifier_params.clear();
+  try {
+    train(other);
+    FAIL() << "resuming " << method << "'s state into " << other.sparsifier << " must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the checkpoint holds the state of --sparsifier"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Methods, SparsifiedResume,
+    ::testing::Values(std::make_pair("micro", ""), std::make_pair("exdyna", "blocks=64"),
+                      std::make_pair("topk", ""), std::make_pair("randomk", ""),
+                      std::make_pair("dgc", "momentum=0.9"), std::make_pair("sidco-e", ""),
+                      std::make_pair("sage", ""), std::make_pair("vgc", "batch=32"),
+                      std::make_pair("qsgd", "")),
+    [](const auto& info) {
+      std::string n = info.param.first;
+      for (char& ch : n)
+        if (ch == '-') ch = '_';
+      return n;
+    });
+
+TEST(Trainer, DenseCheckpointContinuesSparsifiedFromZeroResiduals) {
+  const std::string dir = fresh_dir("dense_then_sparse");
+  TrainConfig c = tiny_config(dir);
+  c.max_iters = 3;
+  train(c);
+  TrainConfig s = tiny_config(dir);
+  s.resume = dir + "/checkpoint.safetensors";
+  s.sparsifier = "micro";
+  s.density = 0.05;
+  s.max_iters = 6;
+  EXPECT_EQ(train(s).steps, 6);
+  // ... and its checkpoint now carries MiCRO's state.
+  EXPECT_NE(load_safetensors(dir + "/checkpoint.safetensors").find("sparsify.state"), nullptr);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Trainer, NanLossStopsWithIterationAndKeepsCheckpoint) {
   const std::string dir = fresh_dir("nan");
   TrainConfig c = tiny_config(dir);

@@ -1,0 +1,81 @@
+// Byte streams for the checkpointed state of a sparsifier (error-feedback residuals and
+// the rule state a method carries between iterations), so a resumed run continues
+// exactly where it stopped. The writer appends plain values and vectors; the reader reads
+// them back in the same order and names the checkpoint entry when the stream ends early
+// or holds something else.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/error.h"
+
+namespace st {
+
+class StateWriter {
+ public:
+  template <typename T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  template <typename T>
+  void put_vector(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put<int64_t>(static_cast<int64_t>(v.size()));
+    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+    bytes_.insert(bytes_.end(), p, p + v.size() * sizeof(T));
+  }
+  void put_string(const std::string& s) { put_vector(std::vector<char>(s.begin(), s.end())); }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+class StateReader {
+ public:
+  // `what` names the stream in errors (e.g. "checkpoint.safetensors: sparsify.state").
+  StateReader(const uint8_t* data, size_t size, std::string what)
+      : data_(data), size_(size), what_(std::move(what)) {}
+  template <typename T>
+  T get() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T v;
+    std::memcpy(&v, take(sizeof(T)), sizeof(T));
+    return v;
+  }
+  template <typename T>
+  std::vector<T> get_vector() {
+    const int64_t n = get<int64_t>();
+    ST_CHECK(n >= 0 && static_cast<size_t>(n) <= (size_ - pos_) / sizeof(T), what_,
+             ": corrupt sparsifier state (vector of ", n, " entries at byte ", pos_, ")");
+    std::vector<T> v(static_cast<size_t>(n));
+    if (n > 0) std::memcpy(v.data(), take(v.size() * sizeof(T)), v.size() * sizeof(T));
+    return v;
+  }
+  std::string get_string() {
+    const std::vector<char> c = get_vector<char>();
+    return std::string(c.begin(), c.end());
+  }
+  bool done() const { return pos_ == size_; }
+  const std::string& what() const { return what_; }
+
+ private:
+  const uint8_t* take(size_t n) {
+    ST_CHECK(n <= size_ - pos_, what_, ": sparsifier state ends early (need ", n, " bytes at byte ",
+             pos_, " of ", size_, ")");
+    const uint8_t* p = data_ + pos_;
+    pos_ += n;
+    return p;
+  }
+  const uint8_t* data_;
+  size_t size_, pos_ = 0;
+  std::string what_;
+};
+
+}  // namespace st

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The one command that regenerates the reproduction report (issue 9): runs the grid of a
+# config file (sparsifiers x densities x models x rank counts x emulated bandwidths), one
+# folder per run, skipping runs that finished earlier, then writes summary.md, speedup.md,
+# the figures and the scaling-model fit. Interrupt it any time and run it again to resume.
+#   scripts/reproduce.sh [--quick] [--config FILE] [--out DIR] [--build DIR] [--dry-run]
+#                        [--only SUBSTRING] [--no-report]
+# --quick runs scripts/experiments/quick.conf (about 20 minutes on 2 cores) into
+# runs/reproduce_quick; the default is scripts/experiments/full.conf into runs/reproduce.
+# The build defaults to ./build (or $SPARSETRAIN_BUILD) and needs the sparsetrain and
+# comm_bench targets. Emulated links need root (ip netns, tc): see scripts/netns_run.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec /usr/bin/python3 scripts/reproduce_lib.py "$@"

@@ -1,0 +1,543 @@
+#!/usr/bin/python3
+"""The experiment runner behind scripts/reproduce.sh (issue 9). Reads a grid config, runs
+every configuration that has not finished yet (one folder per run), then writes the
+summary tables and the figures. See docs/REPRODUCE.md for the config format.
+
+  scripts/reproduce_lib.py [--quick] [--config FILE] [--out DIR] [--build DIR] [--dry-run]
+                           [--only SUBSTRING] [--no-report]
+"""
+import argparse
+import csv
+import datetime
+import itertools
+import json
+import os
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PY = sys.executable or "/usr/bin/python3"
+
+# Keys a line may use, with their meaning (the error for an unknown key lists them).
+TRAIN_KEYS = {
+    "name": "grid name (folder under --out)",
+    "model": "--arch value(s), comma-separated",
+    "dataset": "--dataset (default: the model's own; synthetic for resnet/vgg if not set)",
+    "sparsifiers": "--sparsifier values; none = dense allreduce baseline",
+    "densities": "--density values (ignored for none)",
+    "ranks": "process counts (1 = no mpirun)",
+    "bandwidths": "none (no emulation) or a tc rate per run: 100mbit, 1gbit, 10gbit",
+    "epochs": "--epochs",
+    "max_iters": "--max-iters (short timing runs)",
+    "batch": "-b (per rank)",
+    "lr": "--lr",
+    "warmup": "iterations left out of the timing medians (default 5)",
+    "threads": "--threads per rank (default 1 under mpirun, 2 alone)",
+    "args": "extra sparsetrain train flags, quoted",
+}
+COMM_KEYS = {
+    "name": "grid name",
+    "ranks": "process counts (>= 2)",
+    "bandwidths": "none or tc rates",
+    "ops": "comm_bench --ops (default allreduce,allgatherv,padded)",
+    "max_bytes": "largest message per rank in bytes (default 4194304)",
+    "min_bytes": "smallest message (default 1024)",
+    "budget": "seconds of repetitions per size (default 2)",
+}
+RATE_RE = re.compile(r"^(none|\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit))$")
+MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+# Under the emulated link every byte must cross the rate-limited loopback: TCP only.
+MPI_TCP = ["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo", "--mca",
+           "oob_tcp_if_include", "lo"]
+
+
+class ConfigError(Exception):
+    pass
+
+
+def split_list(v):
+    return [x for x in v.split(",") if x]
+
+
+def parse_config(path, sparsifier_names=None, arch_names=None):
+    """Returns a list of line dicts: {'kind', 'line', key: value...}. Raises ConfigError
+    naming the file and line for anything it does not understand."""
+    if not os.path.exists(path):
+        raise ConfigError(f"{path}: no such config file")
+    lines = []
+    names = set()
+    with open(path) as f:
+        for no, raw in enumerate(f, 1):
+            text = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+            if not text:
+                continue
+            where = f"{path}:{no}"
+            try:
+                tokens = shlex.split(text)
+            except ValueError as e:
+                raise ConfigError(f"{where}: {e}")
+            kind = "train"
+            if tokens and "=" not in tokens[0]:
+                kind = tokens.pop(0)
+                if kind not in ("train", "comm"):
+                    raise ConfigError(f"{where}: unknown line kind '{kind}' (train or comm)")
+            keys = TRAIN_KEYS if kind == "train" else COMM_KEYS
+            entry = {"kind": kind, "line": where}
+            for tok in tokens:
+                key, eq, value = tok.partition("=")
+                if not eq:
+                    raise ConfigError(f"{where}: '{tok}' is not key=value")
+                if key not in keys:
+                    raise ConfigError(f"{where}: unknown key '{key}' for a {kind} line (known: "
+                                      f"{', '.join(keys)})")
+                if key in entry:
+                    raise ConfigError(f"{where}: key '{key}' given twice")
+                entry[key] = value
+            _check_entry(entry, where, sparsifier_names, arch_names)
+            if entry["name"] in names:
+                raise ConfigError(f"{where}: grid name '{entry['name']}' used twice")
+            names.add(entry["name"])
+            lines.append(entry)
+    if not lines:
+        raise ConfigError(f"{path}: no grid lines")
+    return lines
+
+
+def _check_entry(e, where, sparsifier_names, arch_names):
+    need = ["name", "ranks", "bandwidths"] + (["model", "sparsifiers"] if e["kind"] == "train" else [])
+    for k in need:
+        if k not in e:
+            raise ConfigError(f"{where}: missing key '{k}'")
+    if not re.match(r"^[A-Za-z0-9_.-]+$", e["name"]):
+        raise ConfigError(f"{where}: name '{e['name']}' may only use letters, digits, _ . -")
+
+    def ints(key, lo=1):
+        try:
+            vals = [int(x) for x in split_list(e[key])]
+        except ValueError:
+            raise ConfigError(f"{where}: {key}={e[key]}: expected integers")
+        if not vals or min(vals) < lo:
+            raise ConfigError(f"{where}: {key}={e[key]}: expected integers >= {lo}")
+        return vals
+
+    e["ranks"] = ints("ranks", 2 if e["kind"] == "comm" else 1)
+    e["bandwidths"] = split_list(e["bandwidths"])
+    for bw in e["bandwidths"]:
+        if not RATE_RE.match(bw):
+            raise ConfigError(f"{where}: bandwidth '{bw}' is not none or a tc rate like 100mbit")
+    for key in ("epochs", "max_iters", "batch", "warmup", "threads", "max_bytes", "min_bytes"):
+        if key in e:
+            e[key] = ints(key, 0 if key == "warmup" else 1)[0]
+    for key in ("lr", "budget"):
+        if key in e:
+            try:
+                e[key] = float(e[key])
+            except ValueError:
+                raise ConfigError(f"{where}: {key}={e[key]}: expected a number")
+    if e["kind"] == "comm":
+        return
+    e["model"] = split_list(e["model"])
+    if arch_names:
+        for m in e["model"]:
+            if m not in arch_names:
+                raise ConfigError(f"{where}: unknown model '{m}' (sparsetrain knows: "
+                                  f"{', '.join(sorted(arch_names))})")
+    e["sparsifiers"] = split_list(e["sparsifiers"])
+    if sparsifier_names is not None:
+        for s in e["sparsifiers"]:
+            if s != "none" and s not in sparsifier_names:
+                raise ConfigError(f"{where}: unknown sparsifier '{s}' (none or one of: "
+                                  f"{', '.join(sparsifier_names)})")
+    try:
+        e["densities"] = [float(x) for x in split_list(e.get("densities", "0.01"))]
+    except ValueError:
+        raise ConfigError(f"{where}: densities={e['densities']}: expected numbers")
+    if any(not 0 < d <= 1 for d in e["densities"]):
+        raise ConfigError(f"{where}: densities must lie in (0, 1]")
+    if "epochs" not in e and "max_iters" not in e:
+        raise ConfigError(f"{where}: give epochs= or max_iters=")
+    if 1 in e["ranks"] and any(bw != "none" for bw in e["bandwidths"]):
+        raise ConfigError(f"{where}: ranks=1 has no network; use bandwidths=none for it")
+    try:
+        shlex.split(e.get("args", ""))
+    except ValueError as err:
+        raise ConfigError(f"{where}: args: {err}")
+
+
+def expand(entries):
+    """One dict per run: folder name plus everything needed to build its command."""
+    runs = []
+    for e in entries:
+        if e["kind"] == "comm":
+            for p, bw in itertools.product(e["ranks"], e["bandwidths"]):
+                runs.append({"kind": "comm", "grid": e["name"], "ranks": p, "bandwidth": bw,
+                             "id": f"{e['name']}/comm_np{p}_{bw}", "entry": e})
+            continue
+        for model, p, bw, sp in itertools.product(e["model"], e["ranks"], e["bandwidths"],
+                                                  e["sparsifiers"]):
+            for d in ([None] if sp == "none" else e["densities"]):
+                tag = f"{model}_np{p}_{bw}_{sp}" + ("" if d is None else f"_d{d:g}")
+                runs.append({"kind": "train", "grid": e["name"], "model": model, "ranks": p,
+                             "bandwidth": bw, "sparsifier": sp, "density": d,
+                             "id": f"{e['name']}/{tag}", "entry": e})
+    return runs
+
+
+def command(run, build, out_dir, comm_bench=None):
+    e = run["entry"]
+    p, bw = run["ranks"], run["bandwidth"]
+    prefix = []
+    if bw != "none":
+        prefix = [os.path.join(HERE, "netns_run.sh"), bw, "--"]
+    launcher = []
+    if p > 1:
+        launcher = MPI + ["-np", str(p)] + (MPI_TCP if bw != "none" else [])
+    if run["kind"] == "comm":
+        cmd = [comm_bench or os.path.join(build, "bench", "comm_bench"),
+               "--ops", e.get("ops", "allreduce,allgatherv,padded"),
+               "--min-bytes", str(e.get("min_bytes", 1024)),
+               "--max-bytes", str(e.get("max_bytes", 4 << 20)),
+               "--budget", str(e.get("budget", 2.0))]
+        return prefix + launcher + cmd
+    threads = e.get("threads", 1 if p > 1 else 2)
+    cmd = [os.path.join(build, "apps", "sparsetrain"), "train", "--arch", run["model"],
+           "--threads", str(threads), "--workers", "1", "--out", out_dir, "--log-every", "10"]
+    if "dataset" in e:
+        cmd += ["--dataset", e["dataset"]]
+    for key, flag in (("epochs", "--epochs"), ("max_iters", "--max-iters"), ("batch", "-b"),
+                      ("lr", "--lr")):
+        if key in e:
+            cmd += [flag, str(e[key])]
+    if run["sparsifier"] != "none":
+        cmd += ["--sparsifier", run["sparsifier"], "--density", f"{run['density']:g}"]
+    cmd += shlex.split(e.get("args", ""))
+    return prefix + launcher + cmd
+
+
+# ---------------------------------------------------------------- running
+
+
+def finished(folder):
+    marker = os.path.join(folder, "run.json")
+    if not os.path.exists(marker):
+        return False
+    try:
+        return json.load(open(marker)).get("rc") == 0
+    except (OSError, ValueError):
+        return False
+
+
+def run_one(run, cmd, folder, log_path):
+    """Runs cmd in its own process group (so an interrupt ends mpirun, the ranks and
+    netns_run.sh, whose trap removes the namespace); writes run.json only on success."""
+    start = time.time()
+    with open(log_path, "w") as log:
+        log.write("$ " + shlex.join(cmd) + "\n")
+        log.flush()
+        stdout = open(os.path.join(folder, "comm.jsonl"), "w") if run["kind"] == "comm" else log
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=log, cwd=ROOT, start_new_session=True)
+        try:
+            rc = proc.wait()
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        finally:
+            if stdout is not log:
+                stdout.close()
+    wall = time.time() - start
+    if rc == 0:
+        info = {"rc": 0, "command": cmd, "wall_s": round(wall, 2),
+                "start": datetime.datetime.utcfromtimestamp(start).isoformat() + "Z",
+                "id": run["id"]}
+        with open(os.path.join(folder, "run.json.tmp"), "w") as f:
+            json.dump(info, f, indent=1)
+        os.replace(os.path.join(folder, "run.json.tmp"), os.path.join(folder, "run.json"))
+    return rc, wall
+
+
+def sparsetrain_names(build):
+    """Sparsifier and architecture names the binary knows (for config checking)."""
+    exe = os.path.join(build, "apps", "sparsetrain")
+    if not os.path.exists(exe):
+        return None, None
+    out = subprocess.run([exe, "sparsifiers"], capture_output=True, text=True).stdout
+    sps = [ln.split()[0] for ln in out.splitlines() if ln and not ln[0].isspace()]
+    helptext = subprocess.run([exe, "train", "--help"], capture_output=True, text=True).stdout
+    m = re.search(r"model architecture: ([^\n]*)", helptext)
+    archs = None
+    if m:
+        archs = {a.strip().split(" ")[0] for a in m.group(1).split(",") if a.strip()}
+    return sps, archs
+
+
+# ---------------------------------------------------------------- summarising
+
+
+def read_csv(path):
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def fnum(r, key, default=float("nan")):
+    try:
+        return float(r[key])
+    except (KeyError, TypeError, ValueError):
+        return default
+
+
+def med(values):
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else float("nan")
+
+
+def summarize_train(run, folder):
+    """Medians over the iterations after warm-up: per-iteration wall time (differences of
+    wall_s, so data loading and logging count), the phases, selection / exchange time,
+    actual density and padding; final loss, accuracy or perplexity."""
+    its = read_csv(os.path.join(folder, "iterations.csv"))
+    eps = read_csv(os.path.join(folder, "epochs.csv"))
+    warm = run["entry"].get("warmup", 5)
+    row = {k: run[k] for k in ("id", "grid", "model", "ranks", "bandwidth", "sparsifier", "density")}
+    row["iterations"] = len(its)
+    walls = [fnum(r, "wall_s") for r in its]
+    iter_s = [b - a for a, b in zip(walls, walls[1:])]
+    timed = its[warm:] if len(its) > warm + 2 else its[len(its) // 2:]
+    iter_s = iter_s[max(warm - 1, 0):] if len(iter_s) > warm + 1 else iter_s[len(iter_s) // 2:]
+    row["iter_ms"] = 1e3 * med(iter_s)
+    for key in ("data_ms", "fwd_ms", "bwd_ms", "comm_ms", "opt_ms", "sp_select_ms",
+                "sp_exchange_ms", "sp_density", "sp_padding", "sp_bytes", "sp_local", "sp_global",
+                "sp_k"):
+        row[key] = med([fnum(r, key) for r in timed])
+    row["loss"] = fnum(its[-1], "loss") if its else float("nan")
+    if eps:
+        last = eps[-1]
+        for key in ("test_acc", "valid_ppl", "test_ppl"):
+            if key in last:
+                row[key] = fnum(last, key)
+    cfg_path = os.path.join(folder, "config.json")
+    if os.path.exists(cfg_path):
+        try:
+            cfg = json.load(open(cfg_path))
+            row["params"] = cfg.get("params")
+        except ValueError:
+            pass
+    return row
+
+
+def speedups(rows):
+    """Per (grid, model, ranks, bandwidth): dense allreduce iteration time / each run's."""
+    base = {(r["grid"], r["model"], r["ranks"], r["bandwidth"]): r["iter_ms"]
+            for r in rows if r["sparsifier"] == "none"}
+    for r in rows:
+        b = base.get((r["grid"], r["model"], r["ranks"], r["bandwidth"]))
+        r["speedup"] = b / r["iter_ms"] if b and r["iter_ms"] == r["iter_ms"] and r["iter_ms"] > 0 \
+            else float("nan")
+
+
+def fmt(v, spec):
+    return "-" if v is None or v != v else format(v, spec)
+
+
+def write_tables(rows, out):
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    lines = ["| run | P | link | sparsifier | d | iters | iter ms | fwd+bwd ms | exposed comm ms | "
+             "select ms | exchange ms | actual d | padding | speedup vs dense | loss | acc / ppl |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        quality = r.get("test_acc", r.get("valid_ppl"))
+        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            r["id"], r["ranks"], r["bandwidth"], r["sparsifier"], fmt(r["density"], "g"),
+            r["iterations"], fmt(r["iter_ms"], ".1f"), fmt(r["fwd_ms"] + r["bwd_ms"], ".1f"),
+            fmt(r["comm_ms"], ".1f"), fmt(r["sp_select_ms"], ".2f"), fmt(r["sp_exchange_ms"], ".1f"),
+            fmt(r["sp_density"], ".4f"), fmt(r["sp_padding"], ".3f"), fmt(r["speedup"], ".2f"),
+            fmt(r["loss"], ".3f"), fmt(quality, ".2f")))
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    # Speedup matrix: sparsifier x (model, P, link).
+    cols = sorted({(r["grid"], r["model"], r["ranks"], r["bandwidth"]) for r in rows},
+                  key=lambda c: (c[0], c[1], c[2], _rate_bits(c[3])))
+    sps = []
+    for r in rows:
+        key = (r["sparsifier"], r["density"])
+        if key not in sps:
+            sps.append(key)
+    cell = {(r["sparsifier"], r["density"], r["grid"], r["model"], r["ranks"], r["bandwidth"]): r
+            for r in rows}
+    head = "| sparsifier | d | " + " | ".join(f"{m} P={p} {bw}" for g, m, p, bw in cols) + " |"
+    lines = [head, "|---|---|" + "---|" * len(cols)]
+    for sp, d in sps:
+        vals = []
+        for g, m, p, bw in cols:
+            r = cell.get((sp, d, g, m, p, bw))
+            vals.append("-" if r is None else f"{fmt(r['speedup'], '.2f')}x ({fmt(r['iter_ms'], '.0f')} ms)")
+        lines.append(f"| {sp if sp != 'none' else 'dense allreduce'} | {fmt(d, 'g')} | " + " | ".join(vals) + " |")
+    with open(os.path.join(out, "speedup.md"), "w") as f:
+        f.write("Speedup over dense allreduce (median iteration time in brackets)\n\n")
+        f.write("\n".join(lines) + "\n")
+
+
+def _rate_bits(bw):
+    if bw == "none":
+        return float("inf")
+    m = re.match(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit)$", bw)
+    scale = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def figures(rows, runs, out):
+    """Calls plot.py / plot_density.py; a figure that fails is reported, not fatal."""
+    figdir = os.path.join(out, "figures")
+    os.makedirs(figdir, exist_ok=True)
+    jobs = []
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["grid"], r["model"], r["ranks"], r["bandwidth"]), []).append(r)
+    for (g, m, p, bw), rs in sorted(groups.items()):
+        tag = f"{g}_{m}_np{p}_{bw}"
+        specs = [f"{_label(r)}={os.path.join(out, r['id'])}" for r in rs]
+        sparse = [s for s, r in zip(specs, rs) if r["sparsifier"] != "none"]
+        jobs.append(["plot.py", *specs, "-o", f"{figdir}/curves_{tag}.png", "--title", tag])
+        jobs.append(["plot.py", "--kind", "times", *specs, "-o", f"{figdir}/times_{tag}.png",
+                     "--title", tag])
+        if sparse:
+            jobs.append(["plot_density.py", *sparse, "-o", f"{figdir}/density_{tag}.png",
+                         "--title", tag, "--smooth", "5"])
+        pad = [s for s, r in zip(specs, rs) if r["sparsifier"] in ("micro", "exdyna")]
+        if pad:
+            jobs.append(["plot.py", "--kind", "padding", *pad, "-o", f"{figdir}/padding_{tag}.png",
+                         "--title", tag])
+    if any(r["bandwidth"] != "none" for r in rows):
+        jobs.append(["plot.py", "--kind", "speedup", os.path.join(out, "summary.json"), "-o",
+                     f"{figdir}/speedup_vs_bandwidth.png"])
+    made = 0
+    for job in jobs:
+        res = subprocess.run([PY, os.path.join(HERE, job[0])] + job[1:], capture_output=True,
+                             text=True)
+        if res.returncode != 0:
+            print(f"reproduce: figure {job[-1] if '-o' not in job else job[job.index('-o') + 1]} "
+                  f"failed: {(res.stderr or res.stdout).strip().splitlines()[-1:]}", flush=True)
+        else:
+            made += 1
+    return made, len(jobs)
+
+
+def _label(r):
+    return r["sparsifier"] if r["density"] is None else f"{r['sparsifier']}@{r['density']:g}"
+
+
+def scaling(out, runs):
+    comm_files = [os.path.join(out, r["id"], "comm.jsonl") for r in runs
+                  if r["kind"] == "comm" and finished(os.path.join(out, r["id"]))]
+    if not comm_files or not os.path.exists(os.path.join(out, "summary.json")):
+        return None
+    cmd = [PY, os.path.join(HERE, "scaling_model.py"), "--comm", *comm_files,
+           "--summary", os.path.join(out, "summary.json"), "--out", out]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        print(f"reproduce: scaling model failed: {res.stderr.strip()}", flush=True)
+        return None
+    return res.stdout
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the reduced grid (scripts/experiments/quick.conf)")
+    ap.add_argument("--config", help="grid config (default scripts/experiments/full.conf)")
+    ap.add_argument("--out", help="output folder (default runs/reproduce or runs/reproduce_quick)")
+    ap.add_argument("--build", default=os.environ.get("SPARSETRAIN_BUILD", os.path.join(ROOT, "build")))
+    ap.add_argument("--comm-bench", help="comm_bench binary (default BUILD/bench/comm_bench)")
+    ap.add_argument("--dry-run", action="store_true", help="list the grid and what would run; run nothing")
+    ap.add_argument("--only", default="", help="run only runs whose id contains this")
+    ap.add_argument("--no-report", action="store_true", help="skip tables and figures")
+    a = ap.parse_args(argv)
+    exp = os.path.join(HERE, "experiments")
+    config = a.config or os.path.join(exp, "quick.conf" if a.quick else "full.conf")
+    out = os.path.abspath(a.out or os.path.join(ROOT, "runs", "reproduce_quick" if a.quick else "reproduce"))
+    build = os.path.abspath(a.build)
+    comm_bench = os.path.abspath(a.comm_bench or os.path.join(build, "bench", "comm_bench"))
+
+    sps, archs = sparsetrain_names(build)
+    if sps is None and not a.dry_run:
+        print(f"reproduce: {build}/apps/sparsetrain not found (build it, or pass --build DIR)",
+              file=sys.stderr)
+        return 2
+    try:
+        runs = expand(parse_config(config, sps, archs))
+    except ConfigError as e:
+        print(f"reproduce: config error: {e}", file=sys.stderr)
+        return 2
+    if any(r["kind"] == "comm" for r in runs) and not a.dry_run and \
+            not os.path.exists(comm_bench):
+        print(f"reproduce: {config} has comm lines but {comm_bench} is missing "
+              f"(cmake --build {build} --target comm_bench, or --comm-bench PATH)", file=sys.stderr)
+        return 2
+    todo = [r for r in runs if a.only in r["id"]]
+    print(f"reproduce: {config}: {len(runs)} runs ({len(todo)} selected) -> {out}", flush=True)
+    failed = []
+    for i, r in enumerate(todo, 1):
+        folder = os.path.join(out, r["id"])
+        cmd = command(r, build, folder, comm_bench)
+        head = f"[{i}/{len(todo)}] {r['id']}"
+        if finished(folder):
+            print(f"{head}: finished earlier, skipped", flush=True)
+            continue
+        if a.dry_run:
+            print(f"{head}: would run: {shlex.join(cmd)}", flush=True)
+            continue
+        if os.path.isdir(folder):
+            subprocess.run(["rm", "-rf", folder], check=True)  # an interrupted attempt
+        os.makedirs(folder)
+        print(f"{head}: running ...", flush=True)
+        rc, wall = run_one(r, cmd, folder, os.path.join(folder, "log.txt"))
+        if rc != 0:
+            tail = open(os.path.join(folder, "log.txt")).read().strip().splitlines()[-3:]
+            print(f"{head}: FAILED (exit {rc}) after {wall:.0f} s; log {folder}/log.txt: "
+                  + " | ".join(tail), flush=True)
+            failed.append(r["id"])
+            continue
+        msg = f"{head}: done in {wall:.0f} s"
+        if r["kind"] == "train":
+            s = summarize_train(r, folder)
+            msg += f", median iteration {s['iter_ms']:.1f} ms over {s['iterations']} iterations"
+        print(msg, flush=True)
+    if a.dry_run or a.no_report:
+        return 1 if failed else 0
+    rows = []
+    for r in runs:
+        folder = os.path.join(out, r["id"])
+        if r["kind"] == "train" and finished(folder):
+            rows.append(summarize_train(r, folder))
+    if rows:
+        speedups(rows)
+        write_tables(rows, out)
+        made, total = figures(rows, runs, out)
+        print(f"reproduce: {len(rows)} runs summarised: {out}/summary.md, {out}/speedup.md; "
+              f"{made}/{total} figures in {out}/figures", flush=True)
+    model = scaling(out, runs)
+    if model:
+        print(model.strip(), flush=True)
+    if failed:
+        print(f"reproduce: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -86,23 +86,19 @@ void Dgc::select(const SelectContext& ctx, const float* x, int64_t n, Selection&
 }
 
 void Dgc::save_state(StateWriter& out) const {
-  out.put<int64_t>(static_cast<int64_t>(state_.size()));
-  for (const auto& [id, s] : state_) {
-    out.put<int32_t>(id);
-    out.put_vector(s.u);
-    out.put_vector(s.v);
-    out.put_vector(s.seen);
-  }
+  out.put_buckets(state_, [](StateWriter& w, const BucketState& s) {
+    w.put_vector(s.u);
+    w.put_vector(s.v);
+    w.put_vector(s.seen);
+  });
 }
 
 void Dgc::load_state(StateReader& in) {
-  state_.clear();
-  for (int64_t i = in.get<int64_t>(); i > 0; --i) {
-    BucketState& s = state_[in.get<int32_t>()];
-    s.u = in.get_vector<float>();
-    s.v = in.get_vector<float>();
-    s.seen = in.get_vector<float>();
-  }
+  in.get_buckets(state_, [](StateReader& r, BucketState& s) {
+    s.u = r.get_vector<float>();
+    s.v = r.get_vector<float>();
+    s.seen = r.get_vector<float>();
+  });
 }
 
 }  // namespace st

@@ -91,24 +91,20 @@ double ExDyna::state_signature(int bucket) const {
 
 void ExDyna::save_state(StateWriter& out) const {
   Micro::save_state(out);
-  out.put<int64_t>(static_cast<int64_t>(layouts_.size()));
-  for (const auto& [id, l] : layouts_) {
-    out.put<int32_t>(id);
-    out.put(l.grid);
-    out.put_vector(l.counts);
-    out.put(l.moves);
-  }
+  out.put_buckets(layouts_, [](StateWriter& w, const Layout& l) {
+    w.put(l.grid);
+    w.put_vector(l.counts);
+    w.put(l.moves);
+  });
 }
 
 void ExDyna::load_state(StateReader& in) {
   Micro::load_state(in);
-  layouts_.clear();
-  for (int64_t i = in.get<int64_t>(); i > 0; --i) {
-    Layout& l = layouts_[in.get<int32_t>()];
-    l.grid = in.get<part::BlockGrid>();
-    l.counts = in.get_vector<int64_t>();
-    l.moves = in.get<int64_t>();
-  }
+  in.get_buckets(layouts_, [](StateReader& r, Layout& l) {
+    l.grid = r.get<part::BlockGrid>();
+    l.counts = r.get_vector<int64_t>();
+    l.moves = r.get<int64_t>();
+  });
 }
 
 }  // namespace st

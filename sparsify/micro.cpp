@@ -69,19 +69,11 @@ void Micro::observe(const ExchangeFeedback& fb) {
 }
 
 void Micro::save_state(StateWriter& out) const {
-  out.put<int64_t>(static_cast<int64_t>(buckets_.size()));
-  for (const auto& [id, b] : buckets_) {
-    out.put<int32_t>(id);
-    out.put(b);
-  }
+  out.put_buckets(buckets_, [](StateWriter& w, const BucketRule& b) { w.put(b); });
 }
 
 void Micro::load_state(StateReader& in) {
-  buckets_.clear();
-  for (int64_t i = in.get<int64_t>(); i > 0; --i) {
-    const int32_t id = in.get<int32_t>();
-    buckets_[id] = in.get<BucketRule>();
-  }
+  in.get_buckets(buckets_, [](StateReader& r, BucketRule& b) { b = r.get<BucketRule>(); });
 }
 
 }  // namespace st

@@ -60,19 +60,11 @@ void Sage::select(const SelectContext& ctx, const float* x, int64_t n, Selection
 }
 
 void Sage::save_state(StateWriter& out) const {
-  out.put<int64_t>(static_cast<int64_t>(state_.size()));
-  for (const auto& [id, s] : state_) {
-    out.put<int32_t>(id);
-    out.put(s);
-  }
+  out.put_buckets(state_, [](StateWriter& w, const BucketState& s) { w.put(s); });
 }
 
 void Sage::load_state(StateReader& in) {
-  state_.clear();
-  for (int64_t i = in.get<int64_t>(); i > 0; --i) {
-    const int32_t id = in.get<int32_t>();
-    state_[id] = in.get<BucketState>();
-  }
+  in.get_buckets(state_, [](StateReader& r, BucketState& s) { s = r.get<BucketState>(); });
 }
 
 }  // namespace st

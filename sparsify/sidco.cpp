@@ -88,25 +88,21 @@ int Sidco::stages(int bucket) const {
 }
 
 void Sidco::save_state(StateWriter& out) const {
-  out.put<int64_t>(static_cast<int64_t>(state_.size()));
-  for (const auto& [id, s] : state_) {
-    out.put<int32_t>(id);
-    out.put<int32_t>(s.m);
-    out.put(s.ratio_sum);
-    out.put<int32_t>(s.seen);
-    out.put<int32_t>(s.max_m);
-  }
+  out.put_buckets(state_, [](StateWriter& w, const State& s) {
+    w.put<int32_t>(s.m);
+    w.put(s.ratio_sum);
+    w.put<int32_t>(s.seen);
+    w.put<int32_t>(s.max_m);
+  });
 }
 
 void Sidco::load_state(StateReader& in) {
-  state_.clear();
-  for (int64_t i = in.get<int64_t>(); i > 0; --i) {
-    State& s = state_[in.get<int32_t>()];
-    s.m = in.get<int32_t>();
-    s.ratio_sum = in.get<double>();
-    s.seen = in.get<int32_t>();
-    s.max_m = in.get<int32_t>();
-  }
+  in.get_buckets(state_, [](StateReader& r, State& s) {
+    s.m = r.get<int32_t>();
+    s.ratio_sum = r.get<double>();
+    s.seen = r.get<int32_t>();
+    s.max_m = r.get<int32_t>();
+  });
 }
 
 }  // namespace st

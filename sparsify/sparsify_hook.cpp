@@ -70,11 +70,9 @@ Tensor SparsifyHook::residual(int bucket) const {
 std::vector<uint8_t> SparsifyHook::save_state() const {
   StateWriter w;
   w.put_string(sparsifier_->name());
-  w.put<int64_t>(static_cast<int64_t>(state_.size()));
-  for (const auto& [id, s] : state_) {
-    w.put<int32_t>(id);
-    w.put_vector(s.residual.defined() ? s.residual.to_vector() : std::vector<float>());
-  }
+  w.put_buckets(state_, [](StateWriter& out, const BucketState& s) {
+    out.put_vector(s.residual.defined() ? s.residual.to_vector() : std::vector<float>());
+  });
   sparsifier_->save_state(w);
   return w.bytes();
 }
@@ -84,14 +82,10 @@ void SparsifyHook::load_state(StateReader& in) {
   ST_CHECK(method == sparsifier_->name(), in.what(),
            ": the checkpoint holds the state of --sparsifier ", method, ", this run uses ",
            sparsifier_->name());
-  state_.clear();
-  const int64_t buckets = in.get<int64_t>();
-  for (int64_t b = 0; b < buckets; ++b) {
-    const int32_t id = in.get<int32_t>();
-    const std::vector<float> r = in.get_vector<float>();
-    BucketState& s = state_[id];
-    if (!r.empty()) s.residual = Tensor::from_vector(r, {static_cast<int64_t>(r.size())});
-  }
+  in.get_buckets(state_, [](StateReader& r, BucketState& s) {
+    const std::vector<float> v = r.get_vector<float>();
+    if (!v.empty()) s.residual = Tensor::from_vector(v, {static_cast<int64_t>(v.size())});
+  });
   sparsifier_->load_state(in);
   ST_CHECK(in.done(), in.what(), ": trailing bytes after the sparsifier state of ", method);
 }

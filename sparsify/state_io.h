@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -31,6 +32,15 @@ class StateWriter {
     bytes_.insert(bytes_.end(), p, p + v.size() * sizeof(T));
   }
   void put_string(const std::string& s) { put_vector(std::vector<char>(s.begin(), s.end())); }
+  // A per-bucket map: the count, then (bucket id, entry) pairs; put_entry(writer, entry).
+  template <typename T, typename Fn>
+  void put_buckets(const std::map<int, T>& m, Fn put_entry) {
+    put<int64_t>(static_cast<int64_t>(m.size()));
+    for (const auto& [id, entry] : m) {
+      put<int32_t>(id);
+      put_entry(*this, entry);
+    }
+  }
   const std::vector<uint8_t>& bytes() const { return bytes_; }
 
  private:
@@ -61,6 +71,15 @@ class StateReader {
   std::string get_string() {
     const std::vector<char> c = get_vector<char>();
     return std::string(c.begin(), c.end());
+  }
+  // Reads what put_buckets wrote, replacing m; get_entry(reader, entry&).
+  template <typename T, typename Fn>
+  void get_buckets(std::map<int, T>& m, Fn get_entry) {
+    m.clear();
+    for (int64_t i = get<int64_t>(); i > 0; --i) {
+      const int32_t id = get<int32_t>();
+      get_entry(*this, m[id]);
+    }
   }
   bool done() const { return pos_ == size_; }
   const std::string& what() const { return what_; }

@@ -150,19 +150,11 @@ Tensor SqGradients::bucket(const Bucket& b) {
 }
 
 void Vgc::save_state(StateWriter& out) const {
-  out.put<int64_t>(static_cast<int64_t>(v_.size()));
-  for (const auto& [id, v] : v_) {
-    out.put<int32_t>(id);
-    out.put_vector(v);
-  }
+  out.put_buckets(v_, [](StateWriter& w, const std::vector<float>& v) { w.put_vector(v); });
 }
 
 void Vgc::load_state(StateReader& in) {
-  v_.clear();
-  for (int64_t i = in.get<int64_t>(); i > 0; --i) {
-    const int32_t id = in.get<int32_t>();
-    v_[id] = in.get_vector<float>();
-  }
+  in.get_buckets(v_, [](StateReader& r, std::vector<float>& v) { v = r.get_vector<float>(); });
 }
 
 }  // namespace st

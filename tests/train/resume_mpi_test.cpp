@@ -9,6 +9,7 @@
 
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "tests/train/run_files.h"
 #include "train/trainer.h"
 
 namespace st::test {
@@ -17,21 +18,6 @@ namespace {
 Communicator& world() {
   static std::unique_ptr<Communicator> comm = make_communicator("auto");
   return *comm;
-}
-
-std::vector<std::string> losses(const std::string& dir) {
-  std::ifstream in(dir + "/iterations.csv");
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> out;
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::string cell;
-    for (int i = 0; i < 4 && std::getline(ss, cell, ','); ++i) {
-    }
-    out.push_back(cell);
-  }
-  return out;
 }
 
 TrainConfig config(const std::string& out, const std::string& method) {
@@ -79,7 +65,7 @@ TEST_P(MultiRankResume, ReproducesTheUninterruptedRun) {
   second.resume = b + "/checkpoint.safetensors";
   train(second, comm);
   if (comm.rank() == 0) {
-    const auto full = losses(a), split = losses(b);
+    const auto full = logged_losses(a), split = logged_losses(b);
     ASSERT_EQ(full.size(), static_cast<size_t>(total));
     ASSERT_EQ(full.size(), split.size());
     for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(full[i], split[i]) << method << " " << i;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "tests/train/run_files.h"
 
 namespace st::test {
 namespace {
@@ -19,22 +20,6 @@ std::string fresh_dir(const std::string& name) {
            ("st_train_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(p);
   return p.string();
-}
-
-// The "loss" column of iterations.csv, as written (9 significant digits: exact float).
-std::vector<std::string> losses(const std::string& dir) {
-  std::ifstream in(dir + "/iterations.csv");
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> out;
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::string cell;
-    for (int i = 0; i < 4 && std::getline(ss, cell, ','); ++i) {
-    }
-    out.push_back(cell);
-  }
-  return out;
 }
 
 TrainConfig tiny_config(const std::string& out) {
@@ -64,7 +49,7 @@ TEST(Trainer, ResumeReproducesTheUninterruptedRunBitForBit) {
   TrainConfig second = tiny_config(b);
   second.resume = b + "/checkpoint.safetensors";
   train(second);
-  const auto full = losses(a), split = losses(b);
+  const auto full = logged_losses(a), split = logged_losses(b);
   ASSERT_EQ(full.size(), 24u);
   ASSERT_EQ(split.size(), 24u);
   for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(full[i], split[i]) << "iteration " << i;
@@ -99,7 +84,7 @@ TEST_P(SparsifiedResume, ReproducesTheUninterruptedRunBitForBit) {
   TrainConfig second = config(b);
   second.resume = b + "/checkpoint.safetensors";
   train(second);
-  const auto full = losses(a), split = losses(b);
+  const auto full = logged_losses(a), split = logged_losses(b);
   ASSERT_EQ(full.size(), 24u);
   ASSERT_EQ(split.size(), 24u);
   for (size_t i = 0; i < full.size(); ++i)

@@ -18,7 +18,6 @@
 #include "optim/clip.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"
-#include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
@@ -203,17 +202,8 @@ LmResult train_lm(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
   ro.bucket_cap_mb = c.bucket_cap_mb;
   ro.first_bucket_mb = c.first_bucket_mb;
   ro.defer_until_finalize = !c.overlap || c.clip > 0;
-  std::shared_ptr<BucketHook> hook = std::make_shared<AllreduceHook>();
   std::shared_ptr<SparsifyHook> sparsify;
-  if (c.sparsifier != "none") {
-    SparsifierOptions so;
-    so.density = c.density;
-    so.seed = c.seed;
-    so.params = c.sparsifier_params;
-    sparsify =
-        std::make_shared<SparsifyHook>(make_sparsifier(c.sparsifier, so), so, c.dense_warmup_iters);
-    hook = sparsify;
-  }
+  std::shared_ptr<BucketHook> hook = make_exchange_hook(c, sparsify);
   Reducer reducer(flat, comm, hook, ro);
   SgdOptions so;
   so.lr = c.lr;
@@ -323,19 +313,7 @@ LmResult train_lm(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
   TraceWriter trace(rank);
   const int64_t trace_begin = start_step + 5, trace_end = trace_begin + c.trace_iters;
   bool tracing = false;
-  std::vector<TraceWriter::Clock::time_point> trace_stack;
-  if (!c.trace.empty())
-    model.set_backward_observer(
-        [&](const std::string& path, bool begin) {
-          if (!tracing) return;
-          if (begin) {
-            trace_stack.push_back(TraceWriter::Clock::now());
-          } else if (!trace_stack.empty()) {
-            trace.span(path, "backward", trace_stack.back(), TraceWriter::Clock::now());
-            trace_stack.pop_back();
-          }
-        },
-        "");
+  if (!c.trace.empty()) trace_layer_backward(model, trace, tracing);
 
   for (int64_t epoch = pos.epoch; epoch < c.epochs; ++epoch) {
     model.set_training(true);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/safetensors.h"
+#include "sparsify/registry.h"
 
 namespace st {
 
@@ -131,6 +132,35 @@ bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communi
   StateReader in(row, static_cast<size_t>(size), path + ": " + kSparsifyState);
   hook.load_state(in);
   return true;
+}
+
+std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,
+                                               std::shared_ptr<SparsifyHook>& sparsify) {
+  sparsify.reset();
+  if (c.sparsifier == "none") return std::make_shared<AllreduceHook>();
+  SparsifierOptions so;
+  so.density = c.density;
+  so.seed = c.seed;
+  so.params = c.sparsifier_params;
+  sparsify =
+      std::make_shared<SparsifyHook>(make_sparsifier(c.sparsifier, so), so, c.dense_warmup_iters);
+  return sparsify;
+}
+
+void trace_layer_backward(Layer& model, TraceWriter& trace, const bool& tracing) {
+  // Backward runs on the training thread only; the stack pairs begin/end per layer.
+  auto stack = std::make_shared<std::vector<TraceWriter::Clock::time_point>>();
+  model.set_backward_observer(
+      [&trace, &tracing, stack](const std::string& path, bool begin) {
+        if (!tracing) return;
+        if (begin) {
+          stack->push_back(TraceWriter::Clock::now());
+        } else if (!stack->empty()) {
+          trace.span(path, "backward", stack->back(), TraceWriter::Clock::now());
+          stack->pop_back();
+        }
+      },
+      "");
 }
 
 }  // namespace st

@@ -13,6 +13,7 @@
 #include "sparsify/sparsify_hook.h"
 #include "train/metrics.h"
 #include "train/trace.h"
+#include "train/trainer.h"
 
 namespace st {
 
@@ -26,6 +27,12 @@ double peak_rss_mb();
 void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row);
 // The --sp pairs as one "key=value key=value" string (run metadata, config.json).
 std::string format_sparsifier_params(const std::map<std::string, std::string>& params);
+// The run's bucket exchange: a SparsifyHook around --sparsifier (also returned in
+// `sparsify`), or the dense allreduce for --sparsifier none (`sparsify` null).
+std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,
+                                               std::shared_ptr<SparsifyHook>& sparsify);
+// Adds every layer's backward to `trace` as a span while `tracing` is true.
+void trace_layer_backward(Layer& model, TraceWriter& trace, const bool& tracing);
 // The sparsify hook's state on every rank (error-feedback residuals, the method's rule
 // state) as one checkpoint tensor "sparsify.state", [P, words] int32 with each row's
 // byte count in "sparsify.state_bytes" [P]. Collective: every rank calls it.

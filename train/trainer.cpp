@@ -20,7 +20,6 @@
 #include "optim/clip.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"
-#include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "sparsify/vgc.h"
 #include "train/checkpoint.h"
@@ -178,17 +177,8 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
   ro.bucket_cap_mb = c.bucket_cap_mb;
   ro.first_bucket_mb = c.first_bucket_mb;
   ro.defer_until_finalize = !c.overlap;
-  std::shared_ptr<BucketHook> hook = std::make_shared<AllreduceHook>();
   std::shared_ptr<SparsifyHook> sparsify;
-  if (c.sparsifier != "none") {
-    SparsifierOptions so;
-    so.density = c.density;
-    so.seed = c.seed;
-    so.params = c.sparsifier_params;
-    sparsify =
-        std::make_shared<SparsifyHook>(make_sparsifier(c.sparsifier, so), so, c.dense_warmup_iters);
-    hook = sparsify;
-  }
+  std::shared_ptr<BucketHook> hook = make_exchange_hook(c, sparsify);
   // Variance-based compression reads per-sample squared-gradient sums from the layers.
   std::unique_ptr<SqGradients> sq_grads;
   if (sparsify && sparsify->sparsifier().uses_sq_grads()) {
@@ -261,20 +251,7 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
   TraceWriter trace(rank);
   const int64_t trace_begin = start_step + 5, trace_end = trace_begin + c.trace_iters;
   bool tracing = false;
-  if (!c.trace.empty()) {
-    model.set_backward_observer(
-        [&](const std::string& path, bool begin) {
-          static thread_local std::vector<TraceWriter::Clock::time_point> stack;
-          if (!tracing) return;
-          if (begin) {
-            stack.push_back(TraceWriter::Clock::now());
-          } else if (!stack.empty()) {
-            trace.span(path, "backward", stack.back(), TraceWriter::Clock::now());
-            stack.pop_back();
-          }
-        },
-        "");
-  }
+  if (!c.trace.empty()) trace_layer_backward(model, trace, tracing);
 
   for (int64_t epoch = pos.epoch; epoch < c.epochs; ++epoch) {
     train_loader.start_epoch(epoch, epoch == pos.epoch ? pos.batch : 0);

@@ -464,7 +464,8 @@ def main(argv=None):
     ap.add_argument("--build", default=os.environ.get("SPARSETRAIN_BUILD", os.path.join(ROOT, "build")))
     ap.add_argument("--comm-bench", help="comm_bench binary (default BUILD/bench/comm_bench)")
     ap.add_argument("--dry-run", action="store_true", help="list the grid and what would run; run nothing")
-    ap.add_argument("--only", default="", help="run only runs whose id contains this")
+    ap.add_argument("--only", default="", help="run only runs whose id contains one of these "
+                    "comma-separated substrings")
     ap.add_argument("--no-report", action="store_true", help="skip tables and figures")
     a = ap.parse_args(argv)
     exp = os.path.join(HERE, "experiments")
@@ -488,7 +489,8 @@ def main(argv=None):
         print(f"reproduce: {config} has comm lines but {comm_bench} is missing "
               f"(cmake --build {build} --target comm_bench, or --comm-bench PATH)", file=sys.stderr)
         return 2
-    todo = [r for r in runs if a.only in r["id"]]
+    only = split_list(a.only) or [""]
+    todo = [r for r in runs if any(o in r["id"] for o in only)]
     print(f"reproduce: {config}: {len(runs)} runs ({len(todo)} selected) -> {out}", flush=True)
     failed = []
     for i, r in enumerate(todo, 1):

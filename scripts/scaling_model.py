@@ -1,0 +1,340 @@
+#!/usr/bin/python3
+"""Alpha-beta cost model of the gradient exchange (issue 9): fits a link's latency alpha
+(s per message step) and inverse bandwidth beta (s per byte) to bench/comm_bench output,
+checks the model's iteration time against measured runs (summary.json of
+scripts/reproduce.sh), and projects iteration time to 8..256 workers for ResNet-50 and the
+LSTM language model. Equations: docs/REPRODUCE.md, "Scaling model".
+
+  scripts/scaling_model.py --comm runs/reproduce/link/comm_np*_*/comm.jsonl \\
+      --summary runs/reproduce/summary.json --out runs/reproduce
+
+Collectives (Open MPI's tuned component uses ring allreduce and ring allgather(v) for the
+large messages that carry the dense gradient; the small sparse messages pay the same number
+of latency steps in this model, P - 1 per ring pass):
+  ring allreduce of n bytes:    2 (P-1) alpha + 2 (P-1)/P n beta
+  allgatherv of m_1..m_P bytes: (P-1) alpha + (P-1)/P (sum_i m_i) beta
+  padded allgather (union):     counts: (P-1) alpha + (P-1) 8 beta, then
+                                (P-1) alpha + (P-1) max_i m_i beta   (every rank sends max_i m_i)
+Topologies: "switched" (every worker has its own full-duplex link: the formulas above) is
+what the projections use. The emulated link of scripts/netns_run.sh is "shared": all ranks'
+traffic crosses one rate-limited loopback, so the beta term is the bytes *all* ranks send,
+i.e. P times the per-rank volume (ring allreduce: 2 (P-1) n beta).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+# How each sparsifier's selections travel (sparsify/sparsifier.h ExchangePattern).
+PATTERN = {
+    "none": "dense", "dense": "dense",
+    "topk": "union", "micro": "union", "exdyna": "union", "hard_threshold": "union",
+    "sage": "union",
+    "gtopk": "allgather", "sidco-e": "allgather", "sidco-p": "allgather", "sidco-gp": "allgather",
+    "gaussiank": "allgather", "dgc": "allgather", "redsync": "allgather", "vgc": "allgather",
+    "fft": "allgather", "qsgd": "allgather", "terngrad": "allgather",
+    "randomk": "shared", "cltk": "leader",
+}
+# Methods whose selection scans only the rank's own partition (n / P elements).
+PARTITIONED = {"micro", "exdyna"}
+
+# Parameter counts. The LSTM: embedding 10000x200 + 2 LSTM layers 4h(in+h) + 8h with
+# h = in = 200 + untied decoder 200x10000 + 10000 (docs/LSTM.md, fortunes vocabulary 10000).
+PARAMS = {
+    "resnet50": 25_557_032,
+    "lstm": 10000 * 200 + 2 * (4 * 200 * 400 + 8 * 200) + 200 * 10000 + 10000,
+    "resnet20": 272_474,
+}
+FIRST_BUCKET_MB, BUCKET_CAP_MB = 1.0, 25.0  # sparsetrain's defaults
+
+
+# ---------------------------------------------------------------- collectives
+
+
+def coll(op, P, nbytes, maxbytes=None, topology="switched"):
+    """(latency steps, beta bytes) of one collective. nbytes: allreduce buffer, or the sum of
+    all ranks' contributions for allgatherv; maxbytes: the largest contribution (padded)."""
+    if P <= 1:
+        return 0.0, 0.0
+    shared = P if topology == "shared" else 1
+    if op == "allreduce":
+        return 2 * (P - 1), 2 * (P - 1) / P * nbytes * shared
+    if op == "allgatherv":
+        return P - 1, (P - 1) / P * nbytes * shared
+    if op == "padded":
+        m = nbytes if maxbytes is None else maxbytes
+        return 2 * (P - 1), ((P - 1) * 8 + (P - 1) * m) * shared
+    if op == "bcast":  # binomial tree: each of log2 P levels forwards the whole message
+        levels = math.ceil(math.log2(P))
+        return levels, (P - 1) * nbytes if topology == "shared" else levels * nbytes
+    raise ValueError(f"unknown collective {op}")
+
+
+def coll_time(op, P, nbytes, alpha, beta, maxbytes=None, topology="switched"):
+    steps, vol = coll(op, P, nbytes, maxbytes, topology)
+    return steps * alpha + vol * beta
+
+
+# ---------------------------------------------------------------- fitting
+
+
+def load_comm(paths):
+    recs = []
+    for path in paths:
+        link = os.path.basename(os.path.dirname(path)).split("_")[-1]  # comm_np4_100mbit
+        with open(path) as f:
+            for line in f:
+                if line.strip().startswith("{"):
+                    r = json.loads(line)
+                    r["link"] = link
+                    recs.append(r)
+    return recs
+
+
+def bench_coeffs(r):
+    """(steps, beta bytes) of one comm_bench record on the shared emulated link."""
+    P, b = r["ranks"], r["bytes"]
+    if r["op"] == "allreduce":
+        return coll("allreduce", P, b, topology="shared")
+    if r["op"] == "allgatherv":
+        return coll("allgatherv", P, r["result_bytes"], topology="shared")
+    return coll("padded", P, None, r["result_bytes"] / P, topology="shared")
+
+
+def fit_link(recs):
+    """Least squares on relative error of t = steps alpha + bytes beta, alpha, beta >= 0."""
+    rows = [(bench_coeffs(r), r["median_ms"] / 1e3) for r in recs]
+    # Normal equations of sum ((s a + v b - t) / t)^2, solved in closed form (2 x 2).
+    saa = sum((s / t) ** 2 for (s, v), t in rows)
+    sbb = sum((v / t) ** 2 for (s, v), t in rows)
+    sab = sum(s * v / t ** 2 for (s, v), t in rows)
+    sat = sum(s / t for (s, v), t in rows)
+    sbt = sum(v / t for (s, v), t in rows)
+    det = saa * sbb - sab * sab
+    alpha = (sat * sbb - sbt * sab) / det if det else 0.0
+    beta = (sbt * saa - sat * sab) / det if det else 0.0
+    if alpha < 0:
+        alpha, beta = 0.0, sbt / sbb
+    if beta < 0:
+        alpha, beta = sat / saa, 0.0
+    errs = [((s * alpha + v * beta) - t) / t for (s, v), t in rows]
+    return {"alpha_s": alpha, "beta_s_per_byte": beta,
+            "rate_mbit": 8 / beta / 1e6 if beta > 0 else float("inf"),
+            "points": len(rows), "median_abs_err": sorted(abs(e) for e in errs)[len(errs) // 2],
+            "max_abs_err": max(abs(e) for e in errs)}
+
+
+# ---------------------------------------------------------------- iteration model
+
+
+def buckets(n):
+    """Bucket count of sparsetrain's default plan (1 MB first bucket, then 25 MB)."""
+    mb = 4.0 * n / 2 ** 20
+    return 1 + max(0, math.ceil((mb - FIRST_BUCKET_MB) / BUCKET_CAP_MB - 1e-9))
+
+
+def exchange_time(sparsifier, P, n, stats, alpha, beta, topology="switched"):
+    """Seconds of communication per iteration. stats (per iteration, summed over buckets,
+    at P workers): k = user count, local = this rank's selected count, union = aggregated
+    count, maxk = largest per-rank count, wire = bytes a rank puts on the wire."""
+    b = buckets(n)
+    pat = PATTERN.get(sparsifier, "allgather")
+    t = lambda op, nbytes, maxbytes=None: coll_time(op, P, nbytes, alpha, beta, maxbytes, topology)
+    ring = 2 * (P - 1) * alpha  # latency of one more ring allreduce / padded allgather
+    # A collective per bucket: bytes are summed over buckets, latency paid b times.
+    if pat == "dense":
+        return t("allreduce", 4.0 * n) + (b - 1) * ring
+    counts = b * t("allgatherv", 8.0 * P)  # every exchange ends or starts with the counts
+    if pat == "union":
+        # counts + indices padded to max_i k_i (coll "padded"), then x at the union.
+        return (t("padded", None, 4.0 * stats["maxk"]) + t("allreduce", 4.0 * stats["union"])
+                + 2 * (b - 1) * ring)
+    if pat == "allgather":
+        # counts, then two allgatherv per bucket (indices + values, or word counts + packed
+        # words) carrying every rank's wire bytes.
+        return counts + t("allgatherv", P * stats["wire"]) + (2 * b - 1) * (P - 1) * alpha
+    if pat == "shared":
+        return t("allreduce", 4.0 * stats["k"]) + (b - 1) * ring + counts
+    if pat == "leader":
+        # broadcast of the leader's count and indices, allreduce there, counts.
+        return (t("bcast", 8.0) * b + t("bcast", 4.0 * stats["k"]) + t("allreduce", 4.0 * stats["k"])
+                + (b - 1) * (ring + coll("bcast", P, 0)[0] * alpha) + counts)
+    raise ValueError(pat)
+
+
+def stats_from_row(r, n):
+    """Per-iteration exchange sizes of a measured run (summary.json row)."""
+    if r["sparsifier"] == "none":
+        return {}
+    k = r.get("sp_k") or r["density"] * n
+    local = r.get("sp_local") or k
+    union = r.get("sp_global") or local
+    wire = r.get("sp_bytes") or 8 * local
+    b = buckets(n)
+    if PATTERN.get(r["sparsifier"]) == "union":
+        # bytes = 8 + 4 maxk + 4 union per bucket (sparsify_hook.cpp).
+        maxk = max(local, (wire - 8 * b - 4 * union) / 4)
+    else:
+        maxk = local
+    return {"k": k, "local": local, "union": union, "maxk": maxk, "wire": wire}
+
+
+def project_stats(sparsifier, stats, P_meas, P, n, d):
+    """Exchange sizes at P workers from sizes measured at P_meas: MiCRO/ExDyna hold the
+    global density (union = d n, split over P ranks, with the measured padding); Top-k style
+    unions grow with P (overlap ratio held at the measured value, capped at n); per-rank
+    allgather payloads stay per-rank."""
+    k = d * n
+    if sparsifier == "none":
+        return {}
+    s = dict(stats)
+    scale = k / stats["k"] if stats.get("k") else 1.0
+    for key in ("k", "local", "union", "maxk", "wire"):
+        s[key] = stats[key] * scale
+    if sparsifier in PARTITIONED:
+        pad = stats["maxk"] * P_meas / max(stats["union"], 1.0)
+        s["union"] = stats["union"] * scale
+        s["maxk"] = pad * s["union"] / P
+        s["local"] = s["union"] / P
+    elif PATTERN.get(sparsifier) == "union":
+        overlap = stats["union"] / max(P_meas * stats["local"], 1.0)
+        s["union"] = min(n, overlap * P * s["local"])
+    return s
+
+
+def predict_measured(row, fit, n):
+    """Model iteration time of a measured run: its own compute and selection medians plus
+    the modelled exchange on the shared emulated link (no overlap credited)."""
+    P = row["ranks"]
+    compute = sum(row.get(k) or 0.0 for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms")) / 1e3
+    select = (row.get("sp_select_ms") or 0.0) / 1e3
+    comm = exchange_time(row["sparsifier"], P, n, stats_from_row(row, n), fit["alpha_s"],
+                         fit["beta_s_per_byte"], "shared")
+    return compute + select + comm, compute, select, comm
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--comm", nargs="+", required=True, help="comm_bench JSON-line files")
+    ap.add_argument("--summary", required=True, help="summary.json of scripts/reproduce.sh")
+    ap.add_argument("--out", required=True, help="folder for scaling.md / scaling.json / figures")
+    ap.add_argument("--workers", default="8,16,32,64,128,256")
+    a = ap.parse_args()
+    recs = load_comm(a.comm)
+    fits = {}
+    for link in sorted({r["link"] for r in recs}):
+        fits[link] = fit_link([r for r in recs if r["link"] == link])
+    all_rows = [json.loads(l) for l in open(a.summary) if l.strip()]
+    all_rows = [r for r in all_rows if r.get("iter_ms") == r.get("iter_ms")]
+    rows = [r for r in all_rows if r.get("bandwidth") in fits]
+
+    lines = ["## Link fits (comm_bench on the emulated link, shared-medium model)", "",
+             "| link | alpha (us) | beta (ns/byte) | effective Mbit/s | points | median abs err | max abs err |",
+             "|---|---|---|---|---|---|---|"]
+    for link, f in fits.items():
+        lines.append(f"| {link} | {f['alpha_s'] * 1e6:.1f} | {f['beta_s_per_byte'] * 1e9:.3f} | "
+                     f"{f['rate_mbit']:.0f} | {f['points']} | {100 * f['median_abs_err']:.1f}% | "
+                     f"{100 * f['max_abs_err']:.1f}% |")
+    lines += ["", "## Check: model vs measured iteration (2 and 4 ranks)", "",
+              "| run | P | link | measured ms | model ms | compute ms | select ms | modelled comm ms | error |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    checks = []
+    for r in rows:
+        n = PARAMS.get(r["model"])
+        if not n or r["ranks"] < 2:
+            continue
+        pred, comp, sel, comm = predict_measured(r, fits[r["bandwidth"]], n)
+        err = pred / (r["iter_ms"] / 1e3) - 1
+        checks.append({"id": r["id"], "ranks": r["ranks"], "link": r["bandwidth"],
+                       "measured_ms": r["iter_ms"], "model_ms": 1e3 * pred, "error": err})
+        lines.append(f"| {r['id']} | {r['ranks']} | {r['bandwidth']} | {r['iter_ms']:.1f} | "
+                     f"{1e3 * pred:.1f} | {1e3 * comp:.1f} | {1e3 * sel:.2f} | {1e3 * comm:.1f} | "
+                     f"{100 * err:+.1f}% |")
+    if checks:
+        within = sum(abs(c["error"]) <= 0.25 for c in checks)
+        lines += ["", f"{within} of {len(checks)} runs within 25%; median |error| "
+                      f"{100 * sorted(abs(c['error']) for c in checks)[len(checks) // 2]:.1f}%, "
+                      f"max {100 * max(abs(c['error']) for c in checks):.1f}%"]
+
+    # Projections: per-worker compute and selection from the 2-rank runs (one core each),
+    # ResNet-50 from its 1-process runs; a switched network at the link's fitted rate.
+    workers = [int(w) for w in a.workers.split(",")]
+    proj = []
+    base = {}
+    for r in all_rows:
+        key = (r["model"], r["sparsifier"], r.get("density"))
+        if r["model"] in ("lstm", "resnet50") and (key not in base or r["ranks"] < base[key]["ranks"]):
+            base[key] = r
+    for (model, sp, d), r in sorted(base.items(), key=lambda kv: str(kv[0])):
+        n = PARAMS[model]
+        Pm = max(r["ranks"], 1)
+        stats = stats_from_row(r, n)
+        for link, f in fits.items():
+            for P in workers:
+                compute = sum(r.get(k) or 0.0 for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms")) / 1e3
+                select = (r.get("sp_select_ms") or 0.0) / 1e3
+                if sp in PARTITIONED:
+                    select *= Pm / P
+                s = project_stats(sp, stats, Pm, P, n, d or 1.0) if sp != "none" else {}
+                comm = exchange_time(sp, P, n, s, f["alpha_s"], f["beta_s_per_byte"], "switched")
+                proj.append({"model": model, "sparsifier": sp, "density": d, "link": link, "P": P,
+                             "compute_ms": 1e3 * compute, "select_ms": 1e3 * select,
+                             "comm_ms": 1e3 * comm, "iter_ms": 1e3 * (compute + select + comm)})
+    if proj:
+        lines += ["", "## Projection (switched network at the fitted link rate; iteration ms)", ""]
+        cols = sorted({(p["model"], p["link"]) for p in proj})
+        for model, link in cols:
+            sub = [p for p in proj if p["model"] == model and p["link"] == link]
+            lines += [f"### {model}, {link}", "", "| sparsifier | " + " | ".join(f"P={P}" for P in workers) + " |",
+                      "|---|" + "---|" * len(workers)]
+            for sp in sorted({(p["sparsifier"], p["density"]) for p in sub}, key=str):
+                vals = {p["P"]: p["iter_ms"] for p in sub if (p["sparsifier"], p["density"]) == sp}
+                name = "dense allreduce" if sp[0] == "none" else f"{sp[0]} d={sp[1]:g}"
+                lines.append(f"| {name} | " + " | ".join(f"{vals[P]:.0f}" for P in workers) + " |")
+            lines.append("")
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "scaling.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(a.out, "scaling.json"), "w") as f:
+        json.dump({"fits": fits, "checks": checks, "projections": proj}, f, indent=1)
+    if proj:
+        draw(proj, checks, workers, os.path.join(a.out, "figures", "scaling.png"))
+    print("\n".join(lines))
+
+
+def draw(proj, checks, workers, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cols = sorted({(p["model"], p["link"]) for p in proj})
+    fig, axes = plt.subplots(1, len(cols) + 1, figsize=(5.5 * (len(cols) + 1), 4.6), squeeze=False)
+    for ax, (model, link) in zip(axes[0], cols):
+        sub = [p for p in proj if p["model"] == model and p["link"] == link]
+        for sp in sorted({(p["sparsifier"], p["density"]) for p in sub}, key=str):
+            pts = sorted((p["P"], p["iter_ms"]) for p in sub if (p["sparsifier"], p["density"]) == sp)
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o",
+                    label="dense" if sp[0] == "none" else f"{sp[0]} {sp[1]:g}")
+        ax.set(xscale="log", yscale="log", xlabel="workers P", ylabel="modelled iteration ms",
+               title=f"{model}, {link} per worker")
+        ax.set_xticks(workers, [str(w) for w in workers])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[0][-1]
+    if checks:
+        ax.scatter([c["measured_ms"] for c in checks], [c["model_ms"] for c in checks], s=14)
+        lo = min(min(c["measured_ms"], c["model_ms"]) for c in checks)
+        hi = max(max(c["measured_ms"], c["model_ms"]) for c in checks)
+        ax.plot([lo, hi], [lo, hi], color="black", linewidth=1)
+        ax.plot([lo, hi], [1.25 * lo, 1.25 * hi], color="gray", linestyle="--", linewidth=1)
+        ax.plot([lo, hi], [0.75 * lo, 0.75 * hi], color="gray", linestyle="--", linewidth=1)
+    ax.set(xscale="log", yscale="log", xlabel="measured iteration ms (2, 4 ranks)",
+           ylabel="model ms", title="model check (dashed: +-25%)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Cheap test of scripts/reproduce.sh (issue 9) with a stand-in sparsetrain binary (no MPI,
+# no network namespace): the dry run lists the grid, runs write run.json, a second call
+# skips finished runs, an interrupted run (no run.json) is redone, a failing run is
+# reported and not marked finished, bad configs name the file and line.
+#   tests/scripts/reproduce_test.sh   (exit 1 on any failure)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() {  # description, then a command that must succeed
+  local what=$1
+  shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+
+# A fake build: `sparsetrain sparsifiers`, `train --help` and a train that writes
+# iterations.csv (10 steps, 0.1 s apart) and fails for --sparsifier gtopk.
+mkdir -p "$tmp/build/apps"
+cat >"$tmp/build/apps/sparsetrain" <<'FAKE'
+#!/usr/bin/env bash
+case $1 in
+  sparsifiers) printf 'topk         local Top-k\nmicro        MiCRO\n             --sp hi=1.1\ngtopk        global\n'; exit 0 ;;
+  train) [[ ${2:-} == --help ]] && { echo "  -a,--arch TEXT  model architecture: resnet20, lstm (language model)"; exit 0; } ;;
+esac
+out="" sp=none
+while [[ $# -gt 0 ]]; do
+  case $1 in --out) out=$2; shift ;; --sparsifier) sp=$2; shift ;; esac
+  shift
+done
+[[ $sp == gtopk ]] && { echo "error: gtopk exploded" >&2; exit 3; }
+echo "$sp" >>"$(dirname "$out")/../calls.txt"
+{
+  echo "epoch,iter,step,loss,wall_s,fwd_ms,bwd_ms,comm_ms,opt_ms,data_ms"
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    ms=$([[ $sp == none ]] && echo 0.2 || echo 0.1)
+    echo "0,$i,$i,1.0,$(echo "$i * $ms" | bc -l),10,20,5,1,0"
+  done
+} >"$out/iterations.csv"
+FAKE
+chmod +x "$tmp/build/apps/sparsetrain"
+cat >"$tmp/grid.conf" <<'CONF'
+# two sparsifiers and the dense baseline, one process
+train name=g model=resnet20 sparsifiers=none,topk,micro densities=0.01,0.1 ranks=1 bandwidths=none max_iters=10 warmup=2
+CONF
+run() { "$root/scripts/reproduce.sh" --build "$tmp/build" --out "$tmp/out" --no-report "$@" >"$tmp/log" 2>&1; }
+
+run --config "$tmp/grid.conf" --dry-run
+check "dry run lists 5 runs" test "$(grep -c 'would run' "$tmp/log")" -eq 5
+check "dry run runs nothing" test ! -e "$tmp/out/calls.txt"
+"$root/scripts/reproduce.sh" --build "$tmp/build" --out "$tmp/out" --config "$tmp/grid.conf" >"$tmp/log" 2>&1
+check "first call succeeds and runs all 5" test "$(wc -l <"$tmp/out/calls.txt")" -eq 5
+check "progress line per run" test "$(grep -c 'done in' "$tmp/log")" -eq 5
+check "run.json written" test -f "$tmp/out/g/resnet20_np1_none_micro_d0.1/run.json"
+check "summary written" grep -q 'resnet20_np1_none_topk_d0.01' "$tmp/out/summary.md"
+# Dense steps take 0.2 s, sparse 0.1 s: speedup 2.00x.
+check "speedup table" grep -q '2.00x (100 ms)' "$tmp/out/speedup.md"
+run --config "$tmp/grid.conf"
+check "second call skips all" test "$(grep -c 'finished earlier, skipped' "$tmp/log")" -eq 5
+check "second call runs nothing" test "$(wc -l <"$tmp/out/calls.txt")" -eq 5
+rm "$tmp/out/g/resnet20_np1_none_topk_d0.1/run.json"
+run --config "$tmp/grid.conf"
+check "interrupted run redone" test "$(wc -l <"$tmp/out/calls.txt")" -eq 6
+check "only that one" test "$(tail -1 "$tmp/out/calls.txt")" = topk
+
+printf 'train name=f model=resnet20 sparsifiers=gtopk ranks=1 bandwidths=none max_iters=3\n' >"$tmp/fail.conf"
+run --config "$tmp/fail.conf"
+rc=$?
+check "failing run exits 1" test $rc -eq 1
+check "failure reported with the log tail" grep -q 'FAILED (exit 3).*gtopk exploded' "$tmp/log"
+check "failed run not marked finished" test ! -e "$tmp/out/f/resnet20_np1_none_gtopk_d0.01/run.json"
+
+bad() {  # config text, expected message
+  printf '%s\n' "$1" >"$tmp/bad.conf"
+  run --config "$tmp/bad.conf"
+  local rc=$?
+  check "bad config: $2" bash -c "[[ $rc -eq 2 ]] && grep -qF -- \"$2\" '$tmp/log'"
+}
+bad '# c
+train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=none max_iters=3 colour=red' "bad.conf:2: unknown key 'colour'"
+bad 'train name=b model=resnet20 sparsifiers=nope ranks=1 bandwidths=none max_iters=3' "bad.conf:1: unknown sparsifier 'nope'"
+bad 'train name=b model=resnet99 sparsifiers=topk ranks=1 bandwidths=none max_iters=3' "bad.conf:1: unknown model 'resnet99'"
+bad 'train name=b model=resnet20 sparsifiers=topk ranks=2 bandwidths=100mb max_iters=3' "bad.conf:1: bandwidth '100mb'"
+bad 'train name=b model=resnet20 sparsifiers=topk ranks=two bandwidths=none max_iters=3' "bad.conf:1: ranks=two: expected integers"
+bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=none' "bad.conf:1: give epochs= or max_iters="
+bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=1gbit max_iters=3' "bad.conf:1: ranks=1 has no network"
+
+echo "$fails failure(s)"
+[[ $fails -eq 0 ]]

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Known-value tests of scripts/scaling_model.py (issue 9): the alpha-beta formulas against
+figures worked out by hand, and the link fit recovering a known alpha and beta.
+  /usr/bin/python3 tests/scripts/scaling_model_test.py   (exit 1 on any failure)"""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import scaling_model as sm  # noqa: E402
+
+failures = []
+
+
+def close(name, got, want, rel=1e-9):
+    ok = all(math.isclose(g, w, rel_tol=rel, abs_tol=1e-15) for g, w in zip(got, want)) \
+        if isinstance(want, tuple) else math.isclose(got, want, rel_tol=rel, abs_tol=1e-15)
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: got {got}, want {want}")
+    if not ok:
+        failures.append(name)
+
+
+# Ring allreduce, P = 4, n = 1000 bytes: 2 (P-1) = 6 steps, 2 (P-1)/P n = 1500 bytes per
+# rank; on the shared emulated link all 4 ranks' bytes cross it: 6000.
+close("allreduce switched", sm.coll("allreduce", 4, 1000), (6, 1500.0))
+close("allreduce shared", sm.coll("allreduce", 4, 1000, topology="shared"), (6, 6000.0))
+# alpha = 100 us, beta = 10 ns/byte (100 MB/s), 1 MB: 6e-4 + 1.5e6 * 1e-8 = 0.0156 s.
+close("allreduce time", sm.coll_time("allreduce", 4, 1e6, 1e-4, 1e-8), 0.0156)
+# Allgatherv, P = 8, 8000 bytes in all: 7 steps, 7/8 * 8000 = 7000 bytes.
+close("allgatherv", sm.coll("allgatherv", 8, 8000), (7, 7000.0))
+# Padded allgather, P = 4, max contribution 100 bytes: counts (3 steps, 3 * 8 bytes) then
+# 3 steps of 100 bytes each: 6 steps, 324 bytes.
+close("padded", sm.coll("padded", 4, None, 100), (6, 324.0))
+# One process: nothing to exchange.
+close("P = 1", sm.coll("allreduce", 1, 1000), (0.0, 0.0))
+# Binomial broadcast, P = 8: 3 levels, 3 * n per-link bytes; shared: 7 copies of n.
+close("bcast", sm.coll("bcast", 8, 40), (3, 120))
+close("bcast shared", sm.coll("bcast", 8, 40, topology="shared"), (3, 280))
+# Buckets of the default plan: the LSTM's 4,653,200 floats (17.75 MiB) -> 1 MiB + 1 more;
+# ResNet-50's 25,557,032 floats (97.5 MiB) -> 1 + ceil(96.5 / 25) = 5.
+close("lstm params", sm.PARAMS["lstm"], 4_653_200)
+close("lstm buckets", sm.buckets(sm.PARAMS["lstm"]), 2)
+close("resnet50 buckets", sm.buckets(sm.PARAMS["resnet50"]), 5)
+# Dense exchange of 1000 floats on 2 workers, one bucket: 2 alpha + 2 * 1/2 * 4000 beta.
+close("dense exchange", sm.exchange_time("none", 2, 1000, {}, 1e-4, 1e-8), 2e-4 + 4000 * 1e-8)
+# MiCRO on 4 workers, one bucket, union 100, max k 30: padded (6 alpha + (24 + 3 * 120) beta)
+# + allreduce of 400 bytes (6 alpha + 600 beta) = 12 alpha + 984 beta.
+close("union exchange",
+      sm.exchange_time("micro", 4, 1000, {"maxk": 30, "union": 100, "k": 10, "local": 25, "wire": 0},
+                       1e-4, 1e-8), 12e-4 + 984e-8)
+# Gaussian-k (allgather-sum), 4 workers, one bucket, 88 wire bytes per rank: counts
+# allgather (3 alpha + 3/4 * 32 beta) + allgatherv of 352 bytes (3 alpha + 264 beta)
+# + one more allgatherv's latency (3 alpha) = 9 alpha + 288 beta.
+close("allgather exchange",
+      sm.exchange_time("gaussiank", 4, 1000, {"wire": 88, "k": 10, "local": 10, "union": 40, "maxk": 10},
+                       1e-4, 1e-8), 9e-4 + 288e-8)
+# MiCRO's projection: union held at d n, split over P with the measured padding
+# (maxk * P_meas / union = 40 * 4 / 100 = 1.6): at P = 16, union 100, maxk 1.6 * 100 / 16.
+s = sm.project_stats("micro", {"k": 100, "local": 25, "union": 100, "maxk": 40, "wire": 0}, 4, 16, 10000, 0.01)
+close("micro projection", (s["union"], s["maxk"]), (100.0, 10.0))
+# Top-k: union/(P local) = 375/(4 * 100) held: at P = 8, 0.9375 * 8 * 100 = 750.
+s = sm.project_stats("topk", {"k": 100, "local": 100, "union": 375, "maxk": 100, "wire": 0}, 4, 8, 10000, 0.01)
+close("topk projection", s["union"], 750.0)
+
+# The fit recovers alpha and beta from noise-free records of the shared-link model.
+alpha, beta = 80e-6, 8 / 100e6
+recs = []
+for P in (2, 4):
+    for b in (1024, 16384, 262144, 4194304):
+        for op in ("allreduce", "allgatherv", "padded"):
+            r = {"op": op, "ranks": P, "bytes": b, "result_bytes": b if op == "allreduce" else P * b}
+            steps, vol = sm.bench_coeffs(r)
+            r["median_ms"] = 1e3 * (steps * alpha + vol * beta)
+            recs.append(r)
+f = sm.fit_link(recs)
+close("fit alpha", f["alpha_s"], alpha, rel=1e-6)
+close("fit beta", f["beta_s_per_byte"], beta, rel=1e-6)
+close("fit rate", f["rate_mbit"], 100.0, rel=1e-6)
+
+print(f"{len(failures)} failure(s)" + (": " + ", ".join(failures) if failures else ""))
+sys.exit(1 if failures else 0)

@@ -5,7 +5,17 @@
 #   scripts/netns_run.sh RATE [DELAY] -- command...
 #   e.g. scripts/netns_run.sh 100mbit 1ms -- mpirun --allow-run-as-root -np 2 ... \
 #          --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo ...
-# RATE uses tc units (100mbit, 1gbit); DELAY e.g. 0.5ms (default none; needs netem).
+# RATE uses tc units (100mbit, 1gbit, 10gbit); DELAY e.g. 0.5ms (default none; needs netem).
+# Environment: MTU (loopback MTU in the namespace, default 9000) and BURST (token-bucket
+# depth in bytes, default max(2 MTU, 1 ms of RATE)). A deep bucket lets every message
+# smaller than it pass at memory speed, so small (sparse) exchanges would look free: keep
+# it at about a millisecond of traffic, as a real link's serialisation would.
+#
+# Delay is blocked on this machine: the kernel (6.18, no /lib/modules, no modprobe) has no
+# sch_netem ("Specified qdisc kind is unknown"), nor fq/etf for an eBPF departure-time
+# delay; checked 2026-11-22 with `tc qdisc add dev lo root netem delay 1ms` in a netns.
+# Only tbf, htb, pfifo and clsact load. So the emulated link has rate, not latency: the
+# alpha of scripts/scaling_model.py is loopback TCP's own (tens of microseconds).
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
   echo "usage: $0 RATE [DELAY] -- command..." >&2
@@ -24,17 +34,24 @@ shift
 ns=st_bw_$$
 cleanup() { ip netns del "$ns" 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
+mtu=${MTU:-9000}
+rate_bytes=$(/usr/bin/python3 -c '
+import re, sys
+m = re.fullmatch(r"(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit)", sys.argv[1])
+if not m: sys.exit("netns_run: RATE must look like 100mbit, 1gbit or 10gbit, got " + sys.argv[1])
+print(int(float(m.group(1)) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}[m.group(2)] / 8))' "$rate")
+burst=${BURST:-$(( rate_bytes / 1000 > 2 * mtu ? rate_bytes / 1000 : 2 * mtu ))}
 ip netns add "$ns"
-ip netns exec "$ns" ip link set lo up
-# Rate: a token bucket (tbf) whose burst covers loopback's 64 KiB MTU and whose queue
+ip netns exec "$ns" ip link set lo mtu "$mtu" up
+# Rate: a token bucket (tbf) of $burst bytes (at least two MTU-sized packets) whose queue
 # holds a second of traffic, so bursts wait instead of being dropped. Delay needs netem
 # (sch_netem), which not every kernel has: then it is a clear error.
 if [[ -n $delay ]]; then
   ip netns exec "$ns" tc qdisc add dev lo root handle 1: netem delay "$delay" ||
     { echo "netns_run: this kernel has no netem qdisc; run without DELAY" >&2; exit 2; }
-  ip netns exec "$ns" tc qdisc add dev lo parent 1: handle 2: tbf rate "$rate" burst 256kb latency 1s
+  ip netns exec "$ns" tc qdisc add dev lo parent 1: handle 2: tbf rate "$rate" burst "$burst" latency 1s
 else
-  ip netns exec "$ns" tc qdisc add dev lo root tbf rate "$rate" burst 256kb latency 1s
+  ip netns exec "$ns" tc qdisc add dev lo root tbf rate "$rate" burst "$burst" latency 1s
 fi
-echo "netns_run: $ns loopback limited to $rate${delay:+, delay $delay}" >&2
+echo "netns_run: $ns loopback limited to $rate (burst $burst bytes, MTU $mtu)${delay:+, delay $delay}" >&2
 ip netns exec "$ns" "$@"

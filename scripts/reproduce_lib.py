@@ -453,6 +453,38 @@ def scaling(out, runs):
     return res.stdout
 
 
+def machine():
+    """One line naming the machine: cores, CPU model, kernel, Open MPI."""
+    def sh(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, shell=True).stdout.strip()
+        except OSError:
+            return "?"
+    model = sh("lscpu | sed -n 's/^Model name: *//p' | head -1") or "?"
+    mpi = sh("ompi_info --version 2>/dev/null | head -1") or "no ompi_info"
+    return f"nproc {sh('nproc')}, {model}, Linux {sh('uname -r')}, {mpi}"
+
+
+def write_report(out, config, argv):
+    """report.md: everything the run produced, with command, machine and date."""
+    parts = [f"# Reproduction report ({os.path.basename(config)})", "",
+             f"- Command: `scripts/reproduce.sh {shlex.join(argv)}`",
+             f"- Config: `{config if os.path.relpath(config, ROOT).startswith('..') else os.path.relpath(config, ROOT)}`",
+             f"- Machine: {machine()}",
+             f"- Date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC')}", ""]
+    for name, title in (("speedup.md", "Speedup over dense allreduce"),
+                        ("summary.md", "All runs (medians after warm-up)"),
+                        ("scaling.md", "Scaling model")):
+        path = os.path.join(out, name)
+        if os.path.exists(path):
+            parts += [f"## {title}", "", open(path).read().strip(), ""]
+    figdir = os.path.join(out, "figures")
+    if os.path.isdir(figdir):
+        parts += ["## Figures", ""] + [f"- figures/{f}" for f in sorted(os.listdir(figdir))]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(parts) + "\n")
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -535,6 +567,9 @@ def main(argv=None):
     model = scaling(out, runs)
     if model:
         print(model.strip(), flush=True)
+    if rows:
+        write_report(out, config, sys.argv[1:] if argv is None else argv)
+        print(f"reproduce: wrote {out}/report.md", flush=True)
     if failed:
         print(f"reproduce: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1

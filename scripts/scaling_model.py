@@ -167,10 +167,10 @@ def stats_from_row(r, n):
     """Per-iteration exchange sizes of a measured run (summary.json row)."""
     if r["sparsifier"] == "none":
         return {}
-    k = r.get("sp_k") or r["density"] * n
-    local = r.get("sp_local") or k
-    union = r.get("sp_global") or local
-    wire = r.get("sp_bytes") or 8 * local
+    k = val(r, "sp_k") or r["density"] * n
+    local = val(r, "sp_local") or k
+    union = val(r, "sp_global") or local
+    wire = val(r, "sp_bytes") or 8 * local
     b = buckets(n)
     if PATTERN.get(r["sparsifier"]) == "union":
         # bytes = 8 + 4 maxk + 4 union per bucket (sparsify_hook.cpp).
@@ -178,6 +178,16 @@ def stats_from_row(r, n):
     else:
         maxk = local
     return {"k": k, "local": local, "union": union, "maxk": maxk, "wire": wire}
+
+
+def ideal_stats(sparsifier, P, n, d):
+    """Exchange sizes when no multi-rank run measured them (ResNet-50 runs on one process):
+    every rank selects k = d n (MiCRO/ExDyna: d n / P each, no padding), Top-k style unions
+    do not overlap (an upper bound), allgather payloads are 8 bytes per selected value."""
+    k = d * n
+    local = k / P if sparsifier in PARTITIONED else k
+    union = k if sparsifier in PARTITIONED or PATTERN.get(sparsifier) != "union" else min(n, P * k)
+    return {"k": k, "local": local, "union": union, "maxk": local, "wire": 8 * local}
 
 
 def project_stats(sparsifier, stats, P_meas, P, n, d):
@@ -203,12 +213,18 @@ def project_stats(sparsifier, stats, P_meas, P, n, d):
     return s
 
 
+def val(r, key):
+    """A summary field as a number; missing or NaN (dense runs have no sp_*) is 0."""
+    v = r.get(key)
+    return v if isinstance(v, (int, float)) and v == v else 0.0
+
+
 def predict_measured(row, fit, n):
     """Model iteration time of a measured run: its own compute and selection medians plus
     the modelled exchange on the shared emulated link (no overlap credited)."""
     P = row["ranks"]
-    compute = sum(row.get(k) or 0.0 for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms")) / 1e3
-    select = (row.get("sp_select_ms") or 0.0) / 1e3
+    compute = sum(val(row, k) for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms")) / 1e3
+    select = val(row, "sp_select_ms") / 1e3
     comm = exchange_time(row["sparsifier"], P, n, stats_from_row(row, n), fit["alpha_s"],
                          fit["beta_s_per_byte"], "shared")
     return compute + select + comm, compute, select, comm
@@ -272,11 +288,16 @@ def main():
         stats = stats_from_row(r, n)
         for link, f in fits.items():
             for P in workers:
-                compute = sum(r.get(k) or 0.0 for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms")) / 1e3
-                select = (r.get("sp_select_ms") or 0.0) / 1e3
+                compute = sum(val(r, k) for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms")) / 1e3
+                select = val(r, "sp_select_ms") / 1e3
                 if sp in PARTITIONED:
                     select *= Pm / P
-                s = project_stats(sp, stats, Pm, P, n, d or 1.0) if sp != "none" else {}
+                if sp == "none":
+                    s = {}
+                elif r["ranks"] < 2:
+                    s = ideal_stats(sp, P, n, d)
+                else:
+                    s = project_stats(sp, stats, Pm, P, n, d)
                 comm = exchange_time(sp, P, n, s, f["alpha_s"], f["beta_s_per_byte"], "switched")
                 proj.append({"model": model, "sparsifier": sp, "density": d, "link": link, "P": P,
                              "compute_ms": 1e3 * compute, "select_ms": 1e3 * select,
@@ -328,8 +349,9 @@ def draw(proj, checks, workers, path):
         ax.plot([lo, hi], [lo, hi], color="black", linewidth=1)
         ax.plot([lo, hi], [1.25 * lo, 1.25 * hi], color="gray", linestyle="--", linewidth=1)
         ax.plot([lo, hi], [0.75 * lo, 0.75 * hi], color="gray", linestyle="--", linewidth=1)
-    ax.set(xscale="log", yscale="log", xlabel="measured iteration ms (2, 4 ranks)",
-           ylabel="model ms", title="model check (dashed: +-25%)")
+        ax.set(xscale="log", yscale="log")
+    ax.set(xlabel="measured iteration ms (2, 4 ranks)", ylabel="model ms",
+           title="model check (dashed: +-25%)")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -40,6 +40,7 @@ TRAIN_KEYS = {
     "warmup": "iterations left out of the timing medians (default 5)",
     "threads": "--threads per rank (default 1 under mpirun, 2 alone)",
     "args": "extra sparsetrain train flags, quoted",
+    "tag": "label appended to run names (a variant of the same sparsifiers, e.g. other --sp)",
 }
 COMM_KEYS = {
     "name": "grid name",
@@ -114,8 +115,9 @@ def _check_entry(e, where, sparsifier_names, arch_names):
     for k in need:
         if k not in e:
             raise ConfigError(f"{where}: missing key '{k}'")
-    if not re.match(r"^[A-Za-z0-9_.-]+$", e["name"]):
-        raise ConfigError(f"{where}: name '{e['name']}' may only use letters, digits, _ . -")
+    for key in ("name", "tag"):
+        if key in e and not re.match(r"^[A-Za-z0-9_.-]+$", e[key]):
+            raise ConfigError(f"{where}: {key} '{e[key]}' may only use letters, digits, _ . -")
 
     def ints(key, lo=1):
         try:
@@ -183,8 +185,11 @@ def expand(entries):
                                                   e["sparsifiers"]):
             for d in ([None] if sp == "none" else e["densities"]):
                 tag = f"{model}_np{p}_{bw}_{sp}" + ("" if d is None else f"_d{d:g}")
+                if e.get("tag"):
+                    tag += "_" + e["tag"]
                 runs.append({"kind": "train", "grid": e["name"], "model": model, "ranks": p,
                              "bandwidth": bw, "sparsifier": sp, "density": d,
+                             "tag": e.get("tag", ""),
                              "id": f"{e['name']}/{tag}", "entry": e})
     return runs
 
@@ -309,7 +314,8 @@ def summarize_train(run, folder):
     its = read_csv(os.path.join(folder, "iterations.csv"))
     eps = read_csv(os.path.join(folder, "epochs.csv"))
     warm = run["entry"].get("warmup", 5)
-    row = {k: run[k] for k in ("id", "grid", "model", "ranks", "bandwidth", "sparsifier", "density")}
+    row = {k: run[k] for k in ("id", "grid", "model", "ranks", "bandwidth", "sparsifier", "density",
+                               "tag")}
     row["iterations"] = len(its)
     walls = [fnum(r, "wall_s") for r in its]
     iter_s = [b - a for a, b in zip(walls, walls[1:])]
@@ -337,11 +343,16 @@ def summarize_train(run, folder):
 
 
 def speedups(rows):
-    """Per (grid, model, ranks, bandwidth): dense allreduce iteration time / each run's."""
-    base = {(r["grid"], r["model"], r["ranks"], r["bandwidth"]): r["iter_ms"]
-            for r in rows if r["sparsifier"] == "none"}
+    """Dense allreduce iteration time / each run's, for the same model, ranks and link:
+    the baseline of the run's own grid, else the first grid that has one."""
+    base, anyg = {}, {}
     for r in rows:
-        b = base.get((r["grid"], r["model"], r["ranks"], r["bandwidth"]))
+        if r["sparsifier"] == "none":
+            base[(r["grid"], r["model"], r["ranks"], r["bandwidth"])] = r["iter_ms"]
+            anyg.setdefault((r["model"], r["ranks"], r["bandwidth"]), r["iter_ms"])
+    for r in rows:
+        b = base.get((r["grid"], r["model"], r["ranks"], r["bandwidth"]),
+                     anyg.get((r["model"], r["ranks"], r["bandwidth"])))
         r["speedup"] = b / r["iter_ms"] if b and r["iter_ms"] == r["iter_ms"] and r["iter_ms"] > 0 \
             else float("nan")
 
@@ -368,25 +379,30 @@ def write_tables(rows, out):
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     # Speedup matrix: sparsifier x (model, P, link).
-    cols = sorted({(r["grid"], r["model"], r["ranks"], r["bandwidth"]) for r in rows},
-                  key=lambda c: (c[0], c[1], c[2], _rate_bits(c[3])))
+    cols = sorted({(r["model"], r["ranks"], r["bandwidth"]) for r in rows},
+                  key=lambda c: (c[0], c[1], _rate_bits(c[2])))
     sps = []
     for r in rows:
-        key = (r["sparsifier"], r["density"])
+        key = (r["sparsifier"], r["density"], r.get("tag", ""))
         if key not in sps:
             sps.append(key)
-    cell = {(r["sparsifier"], r["density"], r["grid"], r["model"], r["ranks"], r["bandwidth"]): r
-            for r in rows}
-    head = "| sparsifier | d | " + " | ".join(f"{m} P={p} {bw}" for g, m, p, bw in cols) + " |"
+    cell = {}
+    for r in rows:  # a later grid with the same configuration does not hide an earlier one
+        cell.setdefault((r["sparsifier"], r["density"], r.get("tag", ""), r["model"], r["ranks"],
+                         r["bandwidth"]), r)
+    head = "| sparsifier | d | " + " | ".join(f"{m} P={p} {bw}" for m, p, bw in cols) + " |"
     lines = [head, "|---|---|" + "---|" * len(cols)]
-    for sp, d in sps:
+    for sp, d, tag in sps:
         vals = []
-        for g, m, p, bw in cols:
-            r = cell.get((sp, d, g, m, p, bw))
-            vals.append("-" if r is None else f"{fmt(r['speedup'], '.2f')}x ({fmt(r['iter_ms'], '.0f')} ms)")
-        lines.append(f"| {sp if sp != 'none' else 'dense allreduce'} | {fmt(d, 'g')} | " + " | ".join(vals) + " |")
+        for m, p, bw in cols:
+            r = cell.get((sp, d, tag, m, p, bw))
+            vals.append("-" if r is None else f"{fmt(r['speedup'], '.2f')}x ({fmt(r['iter_ms'], '.0f')} ms"
+                        + ("" if sp == "none" else f", d' {fmt(r['sp_density'], '.4f')}") + ")")
+        name = "dense allreduce" if sp == "none" else sp + (f" [{tag}]" if tag else "")
+        lines.append(f"| {name} | {fmt(d, 'g')} | " + " | ".join(vals) + " |")
     with open(os.path.join(out, "speedup.md"), "w") as f:
-        f.write("Speedup over dense allreduce (median iteration time in brackets)\n\n")
+        f.write("Speedup over dense allreduce: median iteration time after warm-up, and the "
+                "measured actual density d' (values in the aggregated gradient / n)\n\n")
         f.write("\n".join(lines) + "\n")
 
 
@@ -436,7 +452,8 @@ def figures(rows, runs, out):
 
 
 def _label(r):
-    return r["sparsifier"] if r["density"] is None else f"{r['sparsifier']}@{r['density']:g}"
+    name = r["sparsifier"] if r["density"] is None else f"{r['sparsifier']}@{r['density']:g}"
+    return name + (f"[{r['tag']}]" if r.get("tag") else "")
 
 
 def scaling(out, runs):

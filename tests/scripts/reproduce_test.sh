@@ -55,7 +55,7 @@ check "progress line per run" test "$(grep -c 'done in' "$tmp/log")" -eq 5
 check "run.json written" test -f "$tmp/out/g/resnet20_np1_none_micro_d0.1/run.json"
 check "summary written" grep -q 'resnet20_np1_none_topk_d0.01' "$tmp/out/summary.md"
 # Dense steps take 0.2 s, sparse 0.1 s: speedup 2.00x.
-check "speedup table" grep -q '2.00x (100 ms)' "$tmp/out/speedup.md"
+check "speedup table" grep -q '2.00x (100 ms, d' "$tmp/out/speedup.md"
 run --config "$tmp/grid.conf"
 check "second call skips all" test "$(grep -c 'finished earlier, skipped' "$tmp/log")" -eq 5
 check "second call runs nothing" test "$(wc -l <"$tmp/out/calls.txt")" -eq 5

@@ -35,7 +35,7 @@ echo "$sp" >>"$(dirname "$out")/../calls.txt"
   echo "epoch,iter,step,loss,wall_s,fwd_ms,bwd_ms,comm_ms,opt_ms,data_ms"
   for i in 1 2 3 4 5 6 7 8 9 10; do
     ms=$([[ $sp == none ]] && echo 0.2 || echo 0.1)
-    echo "0,$i,$i,1.0,$(echo "$i * $ms" | bc -l),10,20,5,1,0"
+    echo "0,$i,$i,1.0,$(awk -v i="$i" -v m="$ms" 'BEGIN { print i * m }'),10,20,5,1,0"
   done
 } >"$out/iterations.csv"
 FAKE

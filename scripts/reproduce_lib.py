@@ -40,6 +40,7 @@ TRAIN_KEYS = {
     "warmup": "iterations left out of the timing medians (default 5)",
     "threads": "--threads per rank (default 1 under mpirun, 2 alone)",
     "args": "extra sparsetrain train flags, quoted",
+    "sp": "sparsifier parameters as key=value pairs, quoted: sp=\"up=1.1 down=0.9\"",
     "tag": "label appended to run names (a variant of the same sparsifiers, e.g. other --sp)",
 }
 COMM_KEYS = {
@@ -170,6 +171,10 @@ def _check_entry(e, where, sparsifier_names, arch_names):
         shlex.split(e.get("args", ""))
     except ValueError as err:
         raise ConfigError(f"{where}: args: {err}")
+    for pair in e.get("sp", "").split():
+        k, eq, v = pair.partition("=")
+        if not (k and eq and v):
+            raise ConfigError(f"{where}: sp: expected key=value pairs, got '{pair}'")
 
 
 def expand(entries):
@@ -192,6 +197,28 @@ def expand(entries):
                              "tag": e.get("tag", ""),
                              "id": f"{e['name']}/{tag}", "entry": e})
     return runs
+
+
+_SP_PAIRS = {}
+
+
+def sp_flags(build, pairs):
+    """--sp flags in the form the binary parses: `--sp key=value` (current CLI) or the
+    older `--sp key value`. Probed once per binary with a run that fails at once on an
+    unknown --arch if, and only if, `key=value` was understood."""
+    if not pairs:
+        return []
+    exe = os.path.join(build, "apps", "sparsetrain")
+    if exe not in _SP_PAIRS:
+        probe = subprocess.run([exe, "train", "--sparsifier", "micro", "--sp", "up=1.1", "--arch",
+                                "no_such_arch_probe", "--out", os.devnull], capture_output=True,
+                               text=True)
+        _SP_PAIRS[exe] = "no_such_arch_probe'" in probe.stderr and "--arch" in probe.stderr
+    flags = []
+    for pair in pairs:
+        k, _, v = pair.partition("=")
+        flags += ["--sp", pair] if _SP_PAIRS[exe] else ["--sp", k, v]
+    return flags
 
 
 def command(run, build, out_dir, comm_bench=None):
@@ -221,6 +248,8 @@ def command(run, build, out_dir, comm_bench=None):
             cmd += [flag, str(e[key])]
     if run["sparsifier"] != "none":
         cmd += ["--sparsifier", run["sparsifier"], "--density", f"{run['density']:g}"]
+    if run["sparsifier"] != "none":
+        cmd += sp_flags(build, e.get("sp", "").split())
     cmd += shlex.split(e.get("args", ""))
     return prefix + launcher + cmd
 

@@ -85,6 +85,14 @@ bad 'train name=b model=resnet20 sparsifiers=topk ranks=2 bandwidths=100mb max_i
 bad 'train name=b model=resnet20 sparsifiers=topk ranks=two bandwidths=none max_iters=3' "bad.conf:1: ranks=two: expected integers"
 bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=none' "bad.conf:1: give epochs= or max_iters="
 bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=1gbit max_iters=3' "bad.conf:1: ranks=1 has no network"
+bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=none max_iters=3 sp="up 1.1"' "bad.conf:1: sp: expected key=value pairs, got 'up'"
+
+# sp= pairs reach the command line, in the form the binary parses (the stand-in does not
+# understand key=value, so the older `--sp key value`), and not for the dense baseline.
+printf 'train name=s tag=t model=resnet20 sparsifiers=none,micro ranks=1 bandwidths=none max_iters=3 sp="up=1.1 down=0.9"\n' >"$tmp/sp.conf"
+run --config "$tmp/sp.conf" --dry-run
+check "sp pairs on the sparsified run" grep -q 'micro_d0.01_t: would run: .*--sp up 1.1 --sp down 0.9' "$tmp/log"
+check "no sp pairs on the baseline" bash -c "! grep 'none_t: would run' '$tmp/log' | grep -q -- --sp"
 
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]

@@ -4,33 +4,26 @@
 
 namespace st {
 
-namespace {
-PoolGeometry make_geometry(const Layer& layer, const Tensor& x, int k, int s, int p) {
-  ST_CHECK(x.rank() == 4, layer.describe(), ": expected a rank-4 input [N, C, H, W], got shape ",
+Pool2d::Pool2d(const char* type, int kernel, int stride, int pad)
+    : type_(type), kernel_(kernel), stride_(stride), pad_(pad) {
+  ST_CHECK(kernel > 0 && stride > 0 && pad >= 0 && 2 * pad <= kernel, type,
+           ": invalid kernel/stride/padding ", kernel, "/", stride, "/", pad);
+}
+
+std::string Pool2d::describe() const {
+  return std::string(type_) + "(k" + std::to_string(kernel_) + ", s" + std::to_string(stride_) +
+         ", p" + std::to_string(pad_) + ")";
+}
+
+PoolGeometry Pool2d::geometry(const Tensor& x) const {
+  ST_CHECK(x.rank() == 4, describe(), ": expected a rank-4 input [N, C, H, W], got shape ",
            x.shape());
-  PoolGeometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), 0, 0, k, s, p};
-  g.oh = (g.h + 2 * p - k) / s + 1;
-  g.ow = (g.w + 2 * p - k) / s + 1;
-  ST_CHECK(g.oh > 0 && g.ow > 0, layer.describe(), ": input shape ", x.shape(),
+  PoolGeometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), 0, 0, kernel_, stride_, pad_};
+  g.oh = (g.h + 2 * pad_ - kernel_) / stride_ + 1;
+  g.ow = (g.w + 2 * pad_ - kernel_) / stride_ + 1;
+  ST_CHECK(g.oh > 0 && g.ow > 0, describe(), ": input shape ", x.shape(),
            " is smaller than the kernel");
   return g;
-}
-std::string pool_name(const char* type, int k, int s, int p) {
-  return std::string(type) + "(k" + std::to_string(k) + ", s" + std::to_string(s) + ", p" +
-         std::to_string(p) + ")";
-}
-}  // namespace
-
-MaxPool2d::MaxPool2d(int kernel, int stride, int pad)
-    : kernel_(kernel), stride_(stride), pad_(pad) {
-  ST_CHECK(kernel > 0 && stride > 0 && pad >= 0 && 2 * pad <= kernel,
-           "MaxPool2d: invalid kernel/stride/padding ", kernel, "/", stride, "/", pad);
-}
-std::string MaxPool2d::describe() const {
-  return pool_name("MaxPool2d", kernel_, stride_, pad_);
-}
-PoolGeometry MaxPool2d::geometry(const Tensor& x) const {
-  return make_geometry(*this, x, kernel_, stride_, pad_);
 }
 
 Tensor MaxPool2d::forward_cpu(const Tensor& x) {
@@ -83,18 +76,6 @@ Tensor MaxPool2d::backward_cpu(const Tensor& dy) {
     for (int64_t o = plane * g.oh * g.ow, e = o + g.oh * g.ow; o < e; ++o) gp[arg[o]] += gy[o];
   }
   return dx;
-}
-
-AvgPool2d::AvgPool2d(int kernel, int stride, int pad)
-    : kernel_(kernel), stride_(stride), pad_(pad) {
-  ST_CHECK(kernel > 0 && stride > 0 && pad >= 0 && 2 * pad <= kernel,
-           "AvgPool2d: invalid kernel/stride/padding ", kernel, "/", stride, "/", pad);
-}
-std::string AvgPool2d::describe() const {
-  return pool_name("AvgPool2d", kernel_, stride_, pad_);
-}
-PoolGeometry AvgPool2d::geometry(const Tensor& x) const {
-  return make_geometry(*this, x, kernel_, stride_, pad_);
 }
 
 Tensor AvgPool2d::forward_cpu(const Tensor& x) {

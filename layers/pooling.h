@@ -12,31 +12,25 @@ struct PoolGeometry {
   int kernel, stride, pad;
 };
 
-class MaxPool2d : public Layer {
+// What MaxPool2d and AvgPool2d share: the window (kernel, stride, zero padding, checked
+// at construction), the output geometry of an input, and the tensors backward needs.
+class Pool2d : public Layer {
  public:
-  MaxPool2d(int kernel, int stride, int pad = 0);
   std::string describe() const override;
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override;
-  Tensor backward_cpu(const Tensor& dy) override;
-#ifdef SPARSETRAIN_WITH_CUDA
-  Tensor forward_cuda(const Tensor& x) override;
-  Tensor backward_cuda(const Tensor& dy) override;
-#endif
-
- private:
+  Pool2d(const char* type, int kernel, int stride, int pad);
+  // Geometry of x (rank 4, at least one window); errors name the layer and the shape.
   PoolGeometry geometry(const Tensor& x) const;
+  const char* type_;
   int kernel_, stride_, pad_;
   PoolGeometry g_{};
-  Tensor argmax_;  // int32 flat input offset within the (n, c) plane, per output element
-  Tensor x_, y_;   // CUDA (cuDNN) backward needs both
+  Tensor x_, y_;  // CUDA (cuDNN) backward needs both
 };
 
-class AvgPool2d : public Layer {
+class MaxPool2d : public Pool2d {
  public:
-  AvgPool2d(int kernel, int stride, int pad = 0);
-  std::string describe() const override;
+  MaxPool2d(int kernel, int stride, int pad = 0) : Pool2d("MaxPool2d", kernel, stride, pad) {}
 
  protected:
   Tensor forward_cpu(const Tensor& x) override;
@@ -47,10 +41,21 @@ class AvgPool2d : public Layer {
 #endif
 
  private:
-  PoolGeometry geometry(const Tensor& x) const;
-  int kernel_, stride_, pad_;
-  PoolGeometry g_{};
-  Tensor x_, y_;
+  Tensor argmax_;  // int32 flat input offset within the (n, c) plane, per output element
+};
+
+// Average counts padded zeros (PyTorch's default count_include_pad=True).
+class AvgPool2d : public Pool2d {
+ public:
+  AvgPool2d(int kernel, int stride, int pad = 0) : Pool2d("AvgPool2d", kernel, stride, pad) {}
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override;
+  Tensor backward_cpu(const Tensor& dy) override;
+#ifdef SPARSETRAIN_WITH_CUDA
+  Tensor forward_cuda(const Tensor& x) override;
+  Tensor backward_cuda(const Tensor& dy) override;
+#endif
 };
 
 class GlobalAvgPool2d : public Layer {

@@ -470,14 +470,37 @@ def figures(rows, runs, out):
                      f"{figdir}/speedup_vs_bandwidth.png"])
     made = 0
     for job in jobs:
-        res = subprocess.run([PY, os.path.join(HERE, job[0])] + job[1:], capture_output=True,
-                             text=True)
-        if res.returncode != 0:
-            print(f"reproduce: figure {job[-1] if '-o' not in job else job[job.index('-o') + 1]} "
-                  f"failed: {(res.stderr or res.stdout).strip().splitlines()[-1:]}", flush=True)
+        # In this process (matplotlib is imported once, not once per figure).
+        err = _run_script(os.path.join(HERE, job[0]), job[1:])
+        if err:
+            print(f"reproduce: figure {job[job.index('-o') + 1] if '-o' in job else job[-1]} "
+                  f"failed: {err}", flush=True)
         else:
             made += 1
     return made, len(jobs)
+
+
+def _run_script(path, args):
+    """Runs a plotting script's main in this interpreter; returns an error text or None."""
+    import contextlib
+    import io
+    import runpy
+    saved = sys.argv
+    sys.argv = [path] + list(args)
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            runpy.run_path(path, run_name="__main__")
+        return None
+    except SystemExit as e:
+        return None if e.code in (0, None) else (str(e.code) if not isinstance(e.code, int)
+                                                 else sink.getvalue().strip()[-300:])
+    except Exception as e:  # a figure must not stop the report
+        return f"{type(e).__name__}: {e}"
+    finally:
+        sys.argv = saved
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
 
 
 def _label(r):

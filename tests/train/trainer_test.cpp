@@ -68,6 +68,8 @@ TEST_P(SparsifiedResume, ReproducesTheUninterruptedRunBitForBit) {
     TrainConfig c = tiny_config(out);
     c.sparsifier = method;
     c.density = 0.05;
+    c.threads = 1;  // one thread each: robust on a loaded CI machine
+    c.workers = 0;
     c.dense_warmup_iters = 3;
     c.first_bucket_mb = 0.002;
     c.bucket_cap_mb = 0.01;

@@ -187,6 +187,7 @@ def plot_speedup(a):
         for r in rows:
             if (r["model"], r["ranks"]) == (model, ranks):
                 key = f"{r['sparsifier']}@{r['density']:g}" if r.get("density") else r["sparsifier"]
+                key += f" [{r['tag']}]" if r.get("tag") else ""
                 series.setdefault(key, {})[rate_bits(r["bandwidth"])] = r["speedup"]
         for key, pts in sorted(series.items()):
             xs = sorted(pts)

@@ -1,6 +1,7 @@
 #include "sparsify/sidco.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -10,11 +11,14 @@ Sidco::Options Sidco::from(const SparsifierOptions& o, sidco::Variant v) {
   Options r;
   r.variant = v;
   r.stages = static_cast<int>(o.get_int("stages", r.stages));
-  r.adapt = static_cast<int>(o.get_int("adapt", r.adapt));
+  const auto a = o.params.find("adapt");
+  r.adapt = a != o.params.end() && a->second == "auto"
+                ? kAuto
+                : static_cast<int>(o.get_int("adapt", r.adapt));
   r.every = static_cast<int>(o.get_int("every", r.every));
   r.band = o.get("band", r.band);
   ST_CHECK(r.stages >= 1, "--sp stages must be >= 1, got ", r.stages);
-  ST_CHECK(r.adapt >= -1 && r.adapt <= 1, "--sp adapt must be -1, 0 or 1, got ", r.adapt);
+  ST_CHECK(r.adapt >= -1 && r.adapt <= kAuto, "--sp adapt must be auto, -1, 0 or 1, got ", r.adapt);
   ST_CHECK(r.every >= 1, "--sp every must be >= 1, got ", r.every);
   ST_CHECK(r.band > 0 && r.band < 1, "--sp band must be in (0, 1), got ", r.band);
   return r;
@@ -72,9 +76,24 @@ void Sidco::observe(const ExchangeFeedback& fb) {
   mean /= static_cast<double>(fb.rank_counts.size());
   s.ratio_sum += mean / static_cast<double>(fb.k);
   if (++s.seen < opt_.every) return;
-  s.m = adapt_stages(s.m, s.ratio_sum / s.seen, opt_.adapt, opt_.band, s.max_m);
+  const double ratio = s.ratio_sum / s.seen;
   s.ratio_sum = 0;
   s.seen = 0;
+  if (opt_.adapt != kAuto) {
+    s.m = adapt_stages(s.m, ratio, opt_.adapt, opt_.band, s.max_m);
+    return;
+  }
+  // auto: turn round when the last move made things worse, or when a bound blocks it.
+  const double error = std::abs(std::log(std::max(ratio, 1e-9)));
+  if (s.moved && error > s.last_error) s.direction = -s.direction;
+  int m = adapt_stages(s.m, ratio, s.direction, opt_.band, s.max_m);
+  if (m == s.m && std::abs(ratio - 1.0) > opt_.band) {
+    s.direction = -s.direction;
+    m = adapt_stages(s.m, ratio, s.direction, opt_.band, s.max_m);
+  }
+  s.moved = m != s.m;
+  s.last_error = error;
+  s.m = m;
 }
 
 double Sidco::state_signature(int bucket) const {
@@ -93,6 +112,9 @@ void Sidco::save_state(StateWriter& out) const {
     w.put(s.ratio_sum);
     w.put<int32_t>(s.seen);
     w.put<int32_t>(s.max_m);
+    w.put<int32_t>(s.direction);
+    w.put<int32_t>(s.moved ? 1 : 0);
+    w.put(s.last_error);
   });
 }
 
@@ -102,6 +124,9 @@ void Sidco::load_state(StateReader& in) {
     s.ratio_sum = r.get<double>();
     s.seen = r.get<int32_t>();
     s.max_m = r.get<int32_t>();
+    s.direction = r.get<int32_t>();
+    s.moved = r.get<int32_t>() != 0;
+    s.last_error = r.get<double>();
   });
 }
 

@@ -6,10 +6,15 @@
 // Adaptive stage count (ALGORITHMS.md): every `every` exchanges of a bucket, the mean of
 // achieved/target (each rank's count / k, averaged over ranks and the window) outside
 // [1 - band, 1 + band] moves M by one within [1, ceil(ln delta / ln 0.5)]. Direction +1
-// (default) raises M on over-selection; tests/sparsify/sidco_test.cpp shows on Student-t(3)
-// data that this is the direction that brings the ratio toward 1. -1 is the reverse (the
-// reference code's mode -1), 0 keeps M fixed. M depends only on allgathered counts, so it
-// is identical on every rank.
+// raises M on over-selection; tests/sparsify/sidco_test.cpp shows on Student-t(3) data
+// that this is the direction that brings the ratio toward 1 on heavy tails. -1 is the
+// reverse (the reference code's mode -1), 0 keeps M fixed.
+// `auto` (default) starts with +1 and turns round per bucket when a move left the ratio
+// further from 1, or when a bound blocks the move: under error feedback the accumulated
+// gradient is light-tailed (each residual grows until it crosses the last threshold and
+// is reset), the fits then under-select at M = 1 and only raising M helps (measured in
+// docs/results/sidco_vgc_fft.md: achieved/target 0.01 with +1, 0.98 with -1 on ResNet-20).
+// M depends only on allgathered counts, so it is identical on every rank.
 #pragma once
 
 #include <map>
@@ -21,16 +26,17 @@ namespace st {
 
 class Sidco : public Sparsifier {
  public:
+  static constexpr int kAuto = 2;
   struct Options {
     sidco::Variant variant = sidco::Variant::E;
     int stages = 1;     // initial M
-    int adapt = 1;      // +1, -1 or 0 (see above)
+    int adapt = kAuto;  // +1, -1, 0 or kAuto (see above)
     int every = 5;      // exchanges per adaptation window
     double band = 0.2;  // tolerated |achieved/target - 1|
   };
   // Reads --sp stages, adapt, every, band.
   static Options from(const SparsifierOptions& o, sidco::Variant v);
-  static constexpr const char* kParams = "stages=1 adapt=1 every=5 band=0.2";
+  static constexpr const char* kParams = "stages=1 adapt=auto every=5 band=0.2";
 
   explicit Sidco(Options o);
   std::string name() const override;
@@ -53,6 +59,9 @@ class Sidco : public Sparsifier {
     double ratio_sum = 0;
     int seen = 0;
     int max_m = 1;
+    int direction = 1;      // auto: the current direction
+    bool moved = false;     // auto: the last window changed M
+    double last_error = 0;  // auto: |ln ratio| of the last window
     sidco::Workspace ws;
   };
   State& state(int bucket, double delta);

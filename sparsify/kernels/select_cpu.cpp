@@ -83,12 +83,21 @@ void scan_abs_ge_parallel(const float* x, int64_t begin, int64_t end, uint32_t k
     scan_abs_ge(x, begin, end, key, out);
     return;
   }
-  std::vector<std::vector<int32_t>> parts(threads);
+  // The per-thread pieces keep their memory from call to call: fresh vectors cost a page
+  // fault per 4 KB of output, and two threads faulting at once serialise in the kernel
+  // (at d = 1% of 25M that doubled the pass). One set per calling thread.
+  static thread_local std::vector<std::vector<int32_t>> caller_parts;
+  // A plain reference: inside the parallel region `caller_parts` would name each worker's
+  // own (empty) thread_local.
+  std::vector<std::vector<int32_t>>& parts = caller_parts;
+  if (static_cast<int>(parts.size()) < threads) parts.resize(threads);
 #pragma omp parallel num_threads(threads)
   {
     const int r = omp_get_thread_num(), used = omp_get_num_threads();
+    parts[r].clear();
     scan_abs_ge(x, begin + n * r / used, begin + n * (r + 1) / used, key, parts[r]);
   }
+  for (int r = threads; r < static_cast<int>(parts.size()); ++r) parts[r].clear();
   concat(parts, out);
 }
 

@@ -4,7 +4,7 @@
 # folder per run, skipping runs that finished earlier, then writes summary.md, speedup.md,
 # the figures and the scaling-model fit. Interrupt it any time and run it again to resume.
 #   scripts/reproduce.sh [--quick] [--config FILE] [--out DIR] [--build DIR] [--dry-run]
-#                        [--only SUBSTRING] [--no-report]
+#                        [--only A,B] [--no-report] [--report-only]
 # --quick runs scripts/experiments/quick.conf (about 20 minutes on 2 cores) into
 # runs/reproduce_quick; the default is scripts/experiments/full.conf into runs/reproduce.
 # The build defaults to ./build (or $SPARSETRAIN_BUILD) and needs the sparsetrain and

@@ -568,6 +568,8 @@ def main(argv=None):
     ap.add_argument("--only", default="", help="run only runs whose id contains one of these "
                     "comma-separated substrings")
     ap.add_argument("--no-report", action="store_true", help="skip tables and figures")
+    ap.add_argument("--report-only", action="store_true",
+                    help="run nothing; tables, figures and model from the runs finished so far")
     a = ap.parse_args(argv)
     exp = os.path.join(HERE, "experiments")
     config = a.config or os.path.join(exp, "quick.conf" if a.quick else "full.conf")
@@ -600,6 +602,8 @@ def main(argv=None):
         head = f"[{i}/{len(todo)}] {r['id']}"
         if finished(folder):
             print(f"{head}: finished earlier, skipped", flush=True)
+            continue
+        if a.report_only:
             continue
         if a.dry_run:
             print(f"{head}: would run: {shlex.join(cmd)}", flush=True)

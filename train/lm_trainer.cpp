@@ -225,10 +225,7 @@ LmResult train_lm(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
   if (!c.resume.empty()) {
     std::map<std::string, std::string> saved;
     pos = load_checkpoint(c.resume, model, &sgd, &saved);
-    reducer.set_iteration(pos.step);
-    if (sparsify && !restore_sparsify_state(*sparsify, c.resume, comm) && leader)
-      std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
-                   c.resume.c_str(), c.sparsifier.c_str());
+    resume_exchange(c, pos.step, reducer, sparsify.get(), comm);
     ST_CHECK(meta_at(saved, "arch", c.resume) == kArch, c.resume,
              ": not a language-model checkpoint");
     ST_CHECK(std::stoll(meta_at(saved, "lm_vocab", c.resume)) == vocab, c.resume,

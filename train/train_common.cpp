@@ -113,6 +113,8 @@ std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const Sparsify
   return {{kSparsifyState, all}, {kSparsifyStateBytes, lens}};
 }
 
+namespace {
+// False when the file holds no sparsifier state.
 bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm) {
   const TensorFile f = load_safetensors(path);
   const Tensor* all = f.find(kSparsifyState);
@@ -132,6 +134,15 @@ bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communi
   StateReader in(row, static_cast<size_t>(size), path + ": " + kSparsifyState);
   hook.load_state(in);
   return true;
+}
+}  // namespace
+
+void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer, SparsifyHook* sparsify,
+                     Communicator& comm) {
+  reducer.set_iteration(step);
+  if (sparsify && !restore_sparsify_state(*sparsify, c.resume, comm) && comm.rank() == 0)
+    std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
+                 c.resume.c_str(), c.sparsifier.c_str());
 }
 
 std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,

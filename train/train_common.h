@@ -38,10 +38,12 @@ void trace_layer_backward(Layer& model, TraceWriter& trace, const bool& tracing)
 // byte count in "sparsify.state_bytes" [P]. Collective: every rank calls it.
 std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const SparsifyHook& hook,
                                                                   Communicator& comm);
-// Gives this rank its row of a checkpoint written by a run with as many ranks. Returns
-// false, leaving the hook fresh, when the file has no such state (a dense run's
-// checkpoint: sparsification then starts from zero residuals).
-bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm);
+// On --resume: the reducer's iteration count continues from `step`, and the sparsify hook
+// (when there is one) gets this rank's row of the checkpoint's state, written by a run
+// with as many ranks. A checkpoint without that state (a dense run's) leaves the hook
+// fresh, with a note on rank 0: sparsification then starts from zero residuals.
+void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer, SparsifyHook* sparsify,
+                     Communicator& comm);
 // Rank 0's parameters and buffers become everyone's (DESIGN: rank 0 broadcasts).
 void broadcast_model(Layer& model, FlatParams& flat, Communicator& comm);
 // Adds the reducer's last-iteration timeline (gradient-ready marks, bucket exchanges) to

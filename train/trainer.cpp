@@ -200,10 +200,7 @@ TrainResult train(const TrainConfig& c, Communicator& comm_ref) {
   TrainPosition pos;
   if (!c.resume.empty()) {
     pos = load_checkpoint(c.resume, model, &sgd);
-    reducer.set_iteration(pos.step);
-    if (sparsify && !restore_sparsify_state(*sparsify, c.resume, *comm) && leader)
-      std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
-                   c.resume.c_str(), c.sparsifier.c_str());
+    resume_exchange(c, pos.step, reducer, sparsify.get(), *comm);
     if (!c.quiet && leader)
       std::fprintf(stderr, "resumed from %s at epoch %ld batch %ld (step %ld)\n", c.resume.c_str(),
                    static_cast<long>(pos.epoch), static_cast<long>(pos.batch),

@@ -34,6 +34,11 @@ fi
 [[ $1 == "--" ]] || { echo "netns_run: expected -- before the command" >&2; exit 2; }
 shift
 [[ $(id -u) -eq 0 ]] || { echo "netns_run: needs root (ip netns, tc)" >&2; exit 2; }
+# A SIGKILL (a stopped session, the OOM killer) skips the trap below: remove namespaces
+# left by netns_run processes that no longer exist before making a new one.
+for stale in $(ip netns list 2>/dev/null | awk '$1 ~ /^st_bw_[0-9]+$/ {print $1}'); do
+  kill -0 "${stale#st_bw_}" 2>/dev/null || { ip netns del "$stale" && echo "netns_run: removed stale $stale" >&2; }
+done
 ns=st_bw_$$
 cleanup() { ip netns del "$ns" 2>/dev/null || true; }
 trap cleanup EXIT INT TERM

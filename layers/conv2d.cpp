@@ -87,12 +87,16 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
 
 Tensor Conv2d::backward_cpu(const Tensor& dy) {
   expect_shape("gradient", Shape{x_.dim(0), cout_, g_.oh, g_.ow}, dy.shape());
-  // Per-sample squared-gradient sums (Param::sq_grad) exist on the im2col path only.
-  const bool sq = weight_->sq_grad.defined() || (bias_ && bias_->sq_grad.defined());
-  if (!onednn_ || sq) return backward_im2col(dy);
-  Tensor dx = Tensor::empty(x_.shape());
-  onednn_->backward(x_.f32(), weight_->value.f32(), dy.f32(), weight_->grad.f32(),
-                    bias_ ? bias_->grad.f32() : nullptr, dx.f32());
+  Tensor dx;
+  if (onednn_) {
+    dx = Tensor::empty(x_.shape());
+    onednn_->backward(x_.f32(), weight_->value.f32(), dy.f32(), weight_->grad.f32(),
+                      bias_ ? bias_->grad.f32() : nullptr, dx.f32());
+  } else {
+    dx = backward_im2col(dy);
+  }
+  // Before the gradients are marked ready: the exchange hook of a bucket reads sq_grad.
+  if (weight_->sq_grad.defined() || (bias_ && bias_->sq_grad.defined())) accumulate_sq_grads(dy);
   weight_->mark_grad_ready();
   if (bias_) bias_->mark_grad_ready();
   return dx;
@@ -152,20 +156,11 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
   const int threads = num_threads();
   // Per-thread partial weight/bias gradients, summed after the parallel loop.
   std::vector<std::vector<float>> dw_part(threads), db_part(threads);
-  // Opt-in per-sample squared-gradient sums (Param::sq_grad, for variance-based
-  // compression). Weight: the squared-operand GEMM (dY^2)(col^2)^T, i.e. the sum over
-  // samples AND output positions of (dy_p col_p)^2; the exact per-sample value also has
-  // the cross terms 2 sum_{p<q} dy_p col_p dy_q col_q, which this drops (an approximation
-  // that treats each output position as a sample). Bias: exact, sum_i (sum_p dy_ip)^2.
-  const bool sq_w = weight_->sq_grad.defined(), sq_b = bias_ && bias_->sq_grad.defined();
-  std::vector<std::vector<float>> dw2_part(threads), db2_part(threads);
   parallel_for(n, 2, [&](int64_t begin, int64_t end) {
     const int t = static_cast<int>(omp_thread_id());
     std::vector<float>& dw = dw_part[t];
     dw.assign(cout_ * ckk, 0.0f);
     if (bias_) db_part[t].assign(cout_, 0.0f);
-    if (sq_w) dw2_part[t].assign(cout_ * ckk, 0.0f);
-    if (sq_b) db2_part[t].assign(cout_, 0.0f);
     float* col = scratch(0, ckk * chunk * ohw);
     float* dcol = scratch(1, ckk * chunk * ohw);
     float* gyc = scratch(2, cout_ * chunk * ohw);
@@ -185,22 +180,6 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
       }
       // dW += dY [Cout, ld] * col^T [ld, CKK]
       cpu::gemm(false, true, cout_, ckk, ld, 1.0f, gyc, col, 1.0f, dw.data());
-      if (sq_w) {
-        float* col2 = scratch(3, ckk * chunk * ohw);
-        float* gyc2 = scratch(4, cout_ * chunk * ohw);
-        for (int64_t e = 0; e < ckk * ld; ++e) col2[e] = col[e] * col[e];
-        for (int64_t e = 0; e < cout_ * ld; ++e) gyc2[e] = gyc[e] * gyc[e];
-        cpu::gemm(false, true, cout_, ckk, ld, 1.0f, gyc2, col2, 1.0f, dw2_part[t].data());
-      }
-      if (sq_b) {
-        float* db2 = db2_part[t].data();
-        for (int64_t j = 0; j < nb; ++j)
-          for (int64_t c = 0; c < cout_; ++c) {
-            float s = 0.0f;
-            for (int64_t p = 0; p < ohw; ++p) s += gyc[c * ld + j * ohw + p];
-            db2[c] += s * s;
-          }
-      }
       // dcol = W^T [CKK, Cout] * dY [Cout, ld]; col2im scatters it into each dx image.
       cpu::gemm(true, false, ckk, ld, cout_, 1.0f, w, gyc, 0.0f, dcol);
       for (int64_t j = 0; j < nb; ++j) {
@@ -226,24 +205,73 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
   float* dw = weight_->grad.f32();
   for (const auto& part : dw_part)
     for (size_t j = 0; j < part.size(); ++j) dw[j] += part[j];
+  if (bias_) {
+    float* db = bias_->grad.f32();
+    for (const auto& part : db_part)
+      for (size_t j = 0; j < part.size(); ++j) db[j] += part[j];
+  }
+  return dx;
+}
+
+// Per-sample squared-gradient sums (Param::sq_grad, for variance-based compression,
+// Tsuzuku et al. 2018), a pass of its own so that dx and dW can come from oneDNN. Weight:
+// the squared-operand GEMM (dY^2)(col^2)^T, i.e. the sum over samples AND output positions
+// of (dy_p col_p)^2; the exact per-sample value also has the cross terms
+// 2 sum_{p<q} dy_p col_p dy_q col_q, which this drops (an approximation that treats each
+// output position as a sample). Bias: exact, sum_i (sum_p dy_ip)^2.
+void Conv2d::accumulate_sq_grads(const Tensor& dy) {
+  const cpu::ConvGeometry g = g_;
+  const int64_t n = x_.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_, chw = cin_ * g.h * g.w;
+  const float* in = x_.f32();
+  const float* gy = dy.f32();
+  const bool sq_w = weight_->sq_grad.defined(), sq_b = bias_ && bias_->sq_grad.defined();
+  const bool pointwise = is_pointwise();
+  const int64_t chunk = images_per_gemm(g);
+  const int threads = num_threads();
+  std::vector<std::vector<float>> dw2_part(threads), db2_part(threads);
+  parallel_for(n, 2, [&](int64_t begin, int64_t end) {
+    const int t = static_cast<int>(omp_thread_id());
+    if (sq_w) dw2_part[t].assign(cout_ * ckk, 0.0f);
+    if (sq_b) db2_part[t].assign(cout_, 0.0f);
+    float* col2 = scratch(3, ckk * chunk * ohw);
+    float* gyc2 = scratch(4, cout_ * chunk * ohw);
+    for (int64_t i0 = begin; i0 < end; i0 += chunk) {
+      const int64_t nb = std::min(chunk, end - i0), ld = nb * ohw;
+      for (int64_t j = 0; j < nb; ++j) {
+        const float* gyi = gy + (i0 + j) * cout_ * ohw;
+        if (sq_b)
+          for (int64_t c = 0; c < cout_; ++c) {
+            float s = 0.0f;
+            for (int64_t p = 0; p < ohw; ++p) s += gyi[c * ohw + p];
+            db2_part[t][c] += s * s;
+          }
+        if (!sq_w) continue;
+        const float* xi = in + (i0 + j) * chw;
+        if (pointwise) {
+          for (int64_t c = 0; c < cin_; ++c)
+            std::copy(xi + c * ohw, xi + (c + 1) * ohw, col2 + c * ld + j * ohw);
+        } else {
+          cpu::im2col(xi, g, col2 + j * ohw, ld);
+        }
+        for (int64_t c = 0; c < cout_; ++c)
+          for (int64_t p = 0; p < ohw; ++p)
+            gyc2[c * ld + j * ohw + p] = gyi[c * ohw + p] * gyi[c * ohw + p];
+      }
+      if (!sq_w) continue;
+      for (int64_t e = 0; e < ckk * ld; ++e) col2[e] *= col2[e];
+      cpu::gemm(false, true, cout_, ckk, ld, 1.0f, gyc2, col2, 1.0f, dw2_part[t].data());
+    }
+  });
   if (sq_w) {
     float* dw2 = weight_->sq_grad.f32();
     for (const auto& part : dw2_part)
       for (size_t j = 0; j < part.size(); ++j) dw2[j] += part[j];
   }
-  weight_->mark_grad_ready();
-  if (bias_) {
-    float* db = bias_->grad.f32();
-    for (const auto& part : db_part)
-      for (size_t j = 0; j < part.size(); ++j) db[j] += part[j];
-    if (sq_b) {
-      float* db2 = bias_->sq_grad.f32();
-      for (const auto& part : db2_part)
-        for (size_t j = 0; j < part.size(); ++j) db2[j] += part[j];
-    }
-    bias_->mark_grad_ready();
+  if (sq_b) {
+    float* db2 = bias_->sq_grad.f32();
+    for (const auto& part : db2_part)
+      for (size_t j = 0; j < part.size(); ++j) db2[j] += part[j];
   }
-  return dx;
 }
 
 }  // namespace st

@@ -39,7 +39,8 @@ class Conv2d : public Layer {
     return k_ == 1 && stride_ == 1 && pad_ == 0;
   }
   Tensor forward_im2col(const Tensor& x);
-  Tensor backward_im2col(const Tensor& dy);
+  Tensor backward_im2col(const Tensor& dy);  // dx, dW, db (not marked ready)
+  void accumulate_sq_grads(const Tensor& dy);
   int64_t images_per_gemm(const cpu::ConvGeometry& g) const;
   static constexpr int64_t kTargetColumns = 4096;
   static constexpr int64_t kColumnBufferBytes = 1 << 20;

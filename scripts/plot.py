@@ -189,9 +189,11 @@ def plot_speedup(a):
                 key = f"{r['sparsifier']}@{r['density']:g}" if r.get("density") else r["sparsifier"]
                 key += f" [{r['tag']}]" if r.get("tag") else ""
                 series.setdefault(key, {})[rate_bits(r["bandwidth"])] = r["speedup"]
-        for key, pts in sorted(series.items()):
+        # More lines than the 10 default colours: vary marker and dash with the colour.
+        for i, (key, pts) in enumerate(sorted(series.items())):
             xs = sorted(pts)
-            ax.plot([x / 1e6 for x in xs], [pts[x] for x in xs], marker="o", label=key)
+            ax.plot([x / 1e6 for x in xs], [pts[x] for x in xs], label=key, color=f"C{i % 10}",
+                    marker="osD^v"[(i // 10) % 5], linestyle=["-", "--", ":"][(i // 10) % 3])
         ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
         ax.set(xscale="log", yscale="log", xlabel="emulated link (Mbit/s)",
                ylabel="iteration speedup over dense allreduce", title=f"{model}, P = {ranks}")

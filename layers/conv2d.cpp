@@ -52,6 +52,12 @@ float* scratch(int slot, int64_t floats) {
   if (static_cast<int64_t>(b.size()) < floats) b.resize(floats);
   return b.data();
 }
+
+// out += the sum of the per-thread partial buffers (weight/bias gradients and their squares).
+void add_partials(const std::vector<std::vector<float>>& parts, float* out) {
+  for (const auto& part : parts)
+    for (size_t j = 0; j < part.size(); ++j) out[j] += part[j];
+}
 }  // namespace
 
 // Images per GEMM: enough columns that the GEMM runs near peak, few enough that the
@@ -202,14 +208,8 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
       }
     }
   });
-  float* dw = weight_->grad.f32();
-  for (const auto& part : dw_part)
-    for (size_t j = 0; j < part.size(); ++j) dw[j] += part[j];
-  if (bias_) {
-    float* db = bias_->grad.f32();
-    for (const auto& part : db_part)
-      for (size_t j = 0; j < part.size(); ++j) db[j] += part[j];
-  }
+  add_partials(dw_part, weight_->grad.f32());
+  if (bias_) add_partials(db_part, bias_->grad.f32());
   return dx;
 }
 
@@ -262,16 +262,8 @@ void Conv2d::accumulate_sq_grads(const Tensor& dy) {
       cpu::gemm(false, true, cout_, ckk, ld, 1.0f, gyc2, col2, 1.0f, dw2_part[t].data());
     }
   });
-  if (sq_w) {
-    float* dw2 = weight_->sq_grad.f32();
-    for (const auto& part : dw2_part)
-      for (size_t j = 0; j < part.size(); ++j) dw2[j] += part[j];
-  }
-  if (sq_b) {
-    float* db2 = bias_->sq_grad.f32();
-    for (const auto& part : db2_part)
-      for (size_t j = 0; j < part.size(); ++j) db2[j] += part[j];
-  }
+  if (sq_w) add_partials(dw2_part, weight_->sq_grad.f32());
+  if (sq_b) add_partials(db2_part, bias_->sq_grad.f32());
 }
 
 }  // namespace st

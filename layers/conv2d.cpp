@@ -108,6 +108,18 @@ Tensor Conv2d::backward_cpu(const Tensor& dy) {
   return dx;
 }
 
+// One image's column matrix [CKK, OHW] into `col` (row stride ld, so several images can
+// share one matrix): im2col, or a plain copy for a pointwise convolution.
+void Conv2d::image_to_columns(const float* xi, const cpu::ConvGeometry& g, float* col,
+                              int64_t ld) const {
+  if (is_pointwise()) {
+    const int64_t ohw = g.oh * g.ow;
+    for (int64_t c = 0; c < cin_; ++c) std::copy(xi + c * ohw, xi + (c + 1) * ohw, col + c * ld);
+  } else {
+    cpu::im2col(xi, g, col, ld);
+  }
+}
+
 Tensor Conv2d::forward_im2col(const Tensor& x) {
   const cpu::ConvGeometry g = g_;
   const int64_t n = x.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_, chw = cin_ * g.h * g.w;
@@ -116,7 +128,6 @@ Tensor Conv2d::forward_im2col(const Tensor& x) {
   const float* w = weight_->value.f32();
   const float* b = bias_ ? bias_->value.f32() : nullptr;
   float* out = y.f32();
-  const bool pointwise = is_pointwise();
   const int64_t chunk = images_per_gemm(g);
   // Each thread takes a run of images; `chunk` images share one column matrix
   // [CKK, chunk*OHW] and one GEMM, whose [Cout, chunk*OHW] result is then copied
@@ -126,15 +137,7 @@ Tensor Conv2d::forward_im2col(const Tensor& x) {
     float* res = scratch(1, cout_ * chunk * ohw);
     for (int64_t i0 = begin; i0 < end; i0 += chunk) {
       const int64_t nb = std::min(chunk, end - i0), ld = nb * ohw;
-      for (int64_t j = 0; j < nb; ++j) {
-        const float* xi = in + (i0 + j) * chw;
-        if (pointwise) {
-          for (int64_t c = 0; c < cin_; ++c)
-            std::copy(xi + c * ohw, xi + (c + 1) * ohw, col + c * ld + j * ohw);
-        } else {
-          cpu::im2col(xi, g, col + j * ohw, ld);
-        }
-      }
+      for (int64_t j = 0; j < nb; ++j) image_to_columns(in + (i0 + j) * chw, g, col + j * ohw, ld);
       cpu::gemm(false, false, cout_, ld, ckk, 1.0f, w, col, 0.0f, res);
       for (int64_t j = 0; j < nb; ++j) {
         float* yi = out + (i0 + j) * cout_ * ohw;
@@ -175,12 +178,7 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
       for (int64_t j = 0; j < nb; ++j) {
         const float* xi = in + (i0 + j) * chw;
         const float* gyi = gy + (i0 + j) * cout_ * ohw;
-        if (pointwise) {
-          for (int64_t c = 0; c < cin_; ++c)
-            std::copy(xi + c * ohw, xi + (c + 1) * ohw, col + c * ld + j * ohw);
-        } else {
-          cpu::im2col(xi, g, col + j * ohw, ld);
-        }
+        image_to_columns(xi, g, col + j * ohw, ld);
         for (int64_t c = 0; c < cout_; ++c)
           std::copy(gyi + c * ohw, gyi + (c + 1) * ohw, gyc + c * ld + j * ohw);
       }
@@ -225,7 +223,6 @@ void Conv2d::accumulate_sq_grads(const Tensor& dy) {
   const float* in = x_.f32();
   const float* gy = dy.f32();
   const bool sq_w = weight_->sq_grad.defined(), sq_b = bias_ && bias_->sq_grad.defined();
-  const bool pointwise = is_pointwise();
   const int64_t chunk = images_per_gemm(g);
   const int threads = num_threads();
   std::vector<std::vector<float>> dw2_part(threads), db2_part(threads);
@@ -246,13 +243,7 @@ void Conv2d::accumulate_sq_grads(const Tensor& dy) {
             db2_part[t][c] += s * s;
           }
         if (!sq_w) continue;
-        const float* xi = in + (i0 + j) * chw;
-        if (pointwise) {
-          for (int64_t c = 0; c < cin_; ++c)
-            std::copy(xi + c * ohw, xi + (c + 1) * ohw, col2 + c * ld + j * ohw);
-        } else {
-          cpu::im2col(xi, g, col2 + j * ohw, ld);
-        }
+        image_to_columns(in + (i0 + j) * chw, g, col2 + j * ohw, ld);
         for (int64_t c = 0; c < cout_; ++c)
           for (int64_t p = 0; p < ohw; ++p)
             gyc2[c * ld + j * ohw + p] = gyi[c * ohw + p] * gyi[c * ohw + p];

@@ -38,6 +38,7 @@ class Conv2d : public Layer {
   bool is_pointwise() const {
     return k_ == 1 && stride_ == 1 && pad_ == 0;
   }
+  void image_to_columns(const float* xi, const cpu::ConvGeometry& g, float* col, int64_t ld) const;
   Tensor forward_im2col(const Tensor& x);
   Tensor backward_im2col(const Tensor& dy);  // dx, dW, db (not marked ready)
   void accumulate_sq_grads(const Tensor& dy);

@@ -12,13 +12,14 @@ Sidco::Options Sidco::from(const SparsifierOptions& o, sidco::Variant v) {
   r.variant = v;
   r.stages = static_cast<int>(o.get_int("stages", r.stages));
   const auto a = o.params.find("adapt");
-  r.adapt = a != o.params.end() && a->second == "auto"
-                ? kAuto
-                : static_cast<int>(o.get_int("adapt", r.adapt));
+  if (a != o.params.end() && a->second != "auto") {
+    r.adapt = static_cast<int>(o.get_int("adapt", r.adapt));
+    // kAuto is an internal code: the flag spells it "auto", so adapt=2 is rejected too.
+    ST_CHECK(r.adapt >= -1 && r.adapt <= 1, "--sp adapt must be auto, -1, 0 or 1, got ", a->second);
+  }
   r.every = static_cast<int>(o.get_int("every", r.every));
   r.band = o.get("band", r.band);
   ST_CHECK(r.stages >= 1, "--sp stages must be >= 1, got ", r.stages);
-  ST_CHECK(r.adapt >= -1 && r.adapt <= kAuto, "--sp adapt must be auto, -1, 0 or 1, got ", r.adapt);
   ST_CHECK(r.every >= 1, "--sp every must be >= 1, got ", r.every);
   ST_CHECK(r.band > 0 && r.band < 1, "--sp band must be in (0, 1), got ", r.band);
   return r;

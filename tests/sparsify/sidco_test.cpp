@@ -343,7 +343,12 @@ TEST(SidcoRegistry, ThreeVariantsAndTheirKeys) {
     EXPECT_EQ(s->name(), name);
     EXPECT_EQ(s->pattern(), ExchangePattern::AllgatherSum);
   }
+  o.params = {{"adapt", "auto"}};
+  EXPECT_NO_THROW(make_sparsifier("sidco-e", o));
   o.params = {{"adapt", "3"}};
+  EXPECT_THROW(make_sparsifier("sidco-e", o), Error);
+  // 2 is auto's internal code, not a value of the flag.
+  o.params = {{"adapt", "2"}};
   EXPECT_THROW(make_sparsifier("sidco-e", o), Error);
   o.params = {{"adapt", "sometimes"}};
   EXPECT_THROW(make_sparsifier("sidco-e", o), Error);

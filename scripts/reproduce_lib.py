@@ -352,7 +352,7 @@ def summarize_train(run, folder):
     iter_s = iter_s[max(warm - 1, 0):] if len(iter_s) > warm + 1 else iter_s[len(iter_s) // 2:]
     row["iter_ms"] = 1e3 * med(iter_s)
     for key in ("data_ms", "fwd_ms", "bwd_ms", "comm_ms", "opt_ms", "sp_select_ms",
-                "sp_exchange_ms", "sp_density", "sp_padding", "sp_bytes", "sp_local", "sp_global",
+                "sp_exchange_ms", "sp_decode_ms", "sp_density", "sp_padding", "sp_bytes", "sp_local", "sp_global",
                 "sp_k"):
         row[key] = med([fnum(r, key) for r in timed])
     row["loss"] = fnum(its[-1], "loss") if its else float("nan")
@@ -395,15 +395,15 @@ def write_tables(rows, out):
         for r in rows:
             f.write(json.dumps(r) + "\n")
     lines = ["| run | P | link | sparsifier | d | iters | iter ms | fwd+bwd ms | exposed comm ms | "
-             "select ms | exchange ms | actual d | padding | speedup vs dense | loss | acc / ppl |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "select ms | exchange ms | decode ms | actual d | padding | speedup vs dense | loss | acc / ppl |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         quality = r.get("test_acc", r.get("valid_ppl"))
-        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             r["id"], r["ranks"], r["bandwidth"], r["sparsifier"], fmt(r["density"], "g"),
             r["iterations"], fmt(r["iter_ms"], ".1f"), fmt(r["fwd_ms"] + r["bwd_ms"], ".1f"),
             fmt(r["comm_ms"], ".1f"), fmt(r["sp_select_ms"], ".2f"), fmt(r["sp_exchange_ms"], ".1f"),
-            fmt(r["sp_density"], ".4f"), fmt(r["sp_padding"], ".3f"), fmt(r["speedup"], ".2f"),
+            fmt(r.get("sp_decode_ms"), ".1f"), fmt(r["sp_density"], ".4f"), fmt(r["sp_padding"], ".3f"), fmt(r["speedup"], ".2f"),
             fmt(r["loss"], ".3f"), fmt(quality, ".2f")))
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

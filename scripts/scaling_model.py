@@ -237,15 +237,25 @@ def val(r, key):
     return v if isinstance(v, (int, float)) and v == v else 0.0
 
 
+def decode_at(sparsifier, decode_s, P_meas, P):
+    """Receive-side time at P workers from the time measured at P_meas: an allgather
+    pattern unpacks and sums one payload per rank (grows as P); the union and shared-index
+    patterns scatter one aggregated vector of fixed size (held)."""
+    if PATTERN.get(sparsifier, "allgather") == "allgather" and P_meas > 0:
+        return decode_s * P / P_meas
+    return decode_s
+
+
 def predict_measured(row, fit, n):
-    """Model iteration time of a measured run: its own compute and selection medians plus
-    the modelled exchange on the shared emulated link (no overlap credited)."""
+    """Model iteration time of a measured run: its own compute, selection and decode
+    medians plus the modelled exchange on the shared emulated link (no overlap credited)."""
     P = row["ranks"]
     compute = sum(val(row, k) for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms")) / 1e3
     select = val(row, "sp_select_ms") / 1e3
+    decode = val(row, "sp_decode_ms") / 1e3
     comm = exchange_time(row["sparsifier"], P, n, stats_from_row(row, n), fit["alpha_s"],
                          fit["beta_s_per_byte"], "shared")
-    return compute + select + comm, compute, select, comm
+    return compute + select + decode + comm, compute, select, decode, comm
 
 
 def main():
@@ -271,19 +281,19 @@ def main():
                      f"{f['rate_mbit']:.0f} | {f['points']} ({f['dropped']}) | {100 * f['median_abs_err']:.1f}% | "
                      f"{100 * f['max_abs_err']:.1f}% |")
     lines += ["", "## Check: model vs measured iteration (2 and 4 ranks)", "",
-              "| run | P | link | measured ms | model ms | compute ms | select ms | modelled comm ms | error |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| run | P | link | measured ms | model ms | compute ms | select ms | decode ms | modelled comm ms | error |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     checks = []
     for r in rows:
         n = PARAMS.get(r["model"])
         if not n or r["ranks"] < 2:
             continue
-        pred, comp, sel, comm = predict_measured(r, fits[r["bandwidth"]], n)
+        pred, comp, sel, dec, comm = predict_measured(r, fits[r["bandwidth"]], n)
         err = pred / (r["iter_ms"] / 1e3) - 1
         checks.append({"id": r["id"], "ranks": r["ranks"], "link": r["bandwidth"],
                        "measured_ms": r["iter_ms"], "model_ms": 1e3 * pred, "error": err})
         lines.append(f"| {r['id']} | {r['ranks']} | {r['bandwidth']} | {r['iter_ms']:.1f} | "
-                     f"{1e3 * pred:.1f} | {1e3 * comp:.1f} | {1e3 * sel:.2f} | {1e3 * comm:.1f} | "
+                     f"{1e3 * pred:.1f} | {1e3 * comp:.1f} | {1e3 * sel:.2f} | {1e3 * dec:.1f} | {1e3 * comm:.1f} | "
                      f"{100 * err:+.1f}% |")
     if checks:
         within = sum(abs(c["error"]) <= 0.25 for c in checks)
@@ -310,6 +320,7 @@ def main():
                 select = val(r, "sp_select_ms") / 1e3
                 if sp in PARTITIONED:
                     select *= Pm / P
+                decode = decode_at(sp, val(r, "sp_decode_ms") / 1e3, Pm, P)
                 if sp == "none":
                     s = {}
                 elif r["ranks"] < 2:
@@ -319,7 +330,8 @@ def main():
                 comm = exchange_time(sp, P, n, s, f["alpha_s"], f["beta_s_per_byte"], "switched")
                 proj.append({"model": model, "sparsifier": sp, "density": d, "link": link, "P": P,
                              "compute_ms": 1e3 * compute, "select_ms": 1e3 * select,
-                             "comm_ms": 1e3 * comm, "iter_ms": 1e3 * (compute + select + comm)})
+                             "decode_ms": 1e3 * decode, "comm_ms": 1e3 * comm,
+                             "iter_ms": 1e3 * (compute + select + decode + comm)})
     if proj:
         lines += ["", "## Projection (switched network at the fitted link rate; iteration ms)", ""]
         cols = sorted({(p["model"], p["link"]) for p in proj})

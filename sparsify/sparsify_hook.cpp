@@ -206,6 +206,7 @@ void SparsifyHook::exchange_union(BucketState& s, const SelectContext& ctx, floa
   std::copy(s.selection.indices.begin(), s.selection.indices.end(), m);
   std::fill(m + st.local_count, m + maxk, -1);
   if (maxk > 0) comm.allgather(mine, all);
+  Timer decode;
   const int32_t* a = all.data<int32_t>();
   s.result.clear();
   for (int r = 0; r < P; ++r)
@@ -220,7 +221,9 @@ void SparsifyHook::exchange_union(BucketState& s, const SelectContext& ctx, floa
   Tensor vals = Tensor::empty({u});
   float* v = vals.f32();
   for (int64_t j = 0; j < u; ++j) v[j] = x[s.result[j]];
+  st.decode_ms = decode.ms();
   comm.allreduce(vals);
+  decode.reset();
   std::fill(g, g + n, 0.0f);
   const float inv = 1.0f / static_cast<float>(P);
   for (int64_t j = 0; j < u; ++j) {
@@ -229,6 +232,7 @@ void SparsifyHook::exchange_union(BucketState& s, const SelectContext& ctx, floa
     x[i] = 0.0f;  // every rank transmitted x at every union position
     s.marker[i] = 0;
   }
+  st.decode_ms += decode.ms();
   st.global_count = u;
   st.bytes_sent = 8 + 4 * maxk + 4 * u;
   sparsifier_->observe({ctx.bucket, ctx.iteration, n, ctx.k, u, counts});
@@ -258,6 +262,7 @@ void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, 
   for (int64_t c : counts) total += c;
   st.padding_overhead = padding_overhead(counts);
   Tensor idx_all = Tensor::empty({total}, DType::I32), val_all = Tensor::empty({total});
+  Timer decode;  // restarted once the payloads have arrived
   if (sp.packs()) {
     const int64_t mine = static_cast<int64_t>(sel.packed.size());
     const std::vector<int64_t> words = allgather_counts(comm, mine);
@@ -267,6 +272,7 @@ void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, 
            w_all = Tensor::empty({total_words}, DType::I32);
     std::copy(sel.packed.begin(), sel.packed.end(), w_in.data<int32_t>());
     if (total_words > 0) comm.allgatherv(w_in, w_all, words);
+    decode.reset();
     const uint32_t* wa = reinterpret_cast<const uint32_t*>(w_all.data<int32_t>());
     Selection one;
     int64_t at = 0;
@@ -296,6 +302,7 @@ void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, 
       comm.allgatherv(idx_in, idx_all, counts);
       comm.allgatherv(val_in, val_all, counts);
     }
+    decode.reset();
     st.bytes_sent = 8 + 8 * st.local_count;
   }
   // Scatter-add into the bucket, or into the coefficient domain of a transform method.
@@ -334,6 +341,7 @@ void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, 
     for (int32_t i : s.result) g[i] *= inv;
     for (size_t j = 0; j < sel.indices.size(); ++j) x[sel.indices[j]] -= sel.values[j];
   }
+  st.decode_ms = decode.ms();
   st.global_count = static_cast<int64_t>(s.result.size());
   sparsifier_->observe({ctx.bucket, ctx.iteration, n, ctx.k, st.global_count, counts});
 }
@@ -365,12 +373,14 @@ void SparsifyHook::exchange_indices(BucketState& s, const SelectContext& ctx, fl
   float* v = vals.f32();
   for (int64_t j = 0; j < u; ++j) v[j] = x[idx[j]];
   comm.allreduce(vals);
+  Timer decode;
   std::fill(g, g + n, 0.0f);
   const float inv = 1.0f / static_cast<float>(P);
   for (int64_t j = 0; j < u; ++j) {
     g[idx[j]] = v[j] * inv;
     x[idx[j]] = 0.0f;
   }
+  st.decode_ms = decode.ms();
   st.global_count = u;
   st.bytes_sent = idx_bytes + 4 * u;
   std::vector<int64_t> counts = allgather_counts(comm, st.local_count);

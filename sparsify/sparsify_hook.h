@@ -30,6 +30,9 @@ struct SparsifyStats {
   double threshold = 0;
   double padding_overhead = 0;  // max_i k_i * P / sum_i k_i - 1
   double select_ms = 0, exchange_ms = 0;
+  // Receive-side work inside exchange_ms: building the union, unpacking and summing the
+  // P payloads, an inverse transform, the scatter into the bucket (not the collectives).
+  double decode_ms = 0;
   int64_t bytes_sent = 0;  // payload this rank put on the wire
   bool dense = false;      // dense warm-up iteration
 };

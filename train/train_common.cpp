@@ -31,7 +31,7 @@ double peak_rss_mb() {
 
 void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row) {
   int64_t n = 0, k = 0, local = 0, global = 0, bytes = 0, largest = 0;
-  double select_ms = 0, exchange_ms = 0, padding = 0, threshold = 0;
+  double select_ms = 0, exchange_ms = 0, decode_ms = 0, padding = 0, threshold = 0;
   for (const SparsifyStats& s : stats) {
     n += s.n;
     k += s.k;
@@ -40,6 +40,7 @@ void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& ro
     bytes += s.bytes_sent;
     select_ms += s.select_ms;
     exchange_ms += s.exchange_ms;
+    decode_ms += s.decode_ms;
     padding += s.padding_overhead;
     if (s.n > largest) {
       largest = s.n;
@@ -55,6 +56,7 @@ void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& ro
   row.push_back({"sp_padding", padding / buckets});
   row.push_back({"sp_select_ms", select_ms});
   row.push_back({"sp_exchange_ms", exchange_ms});
+  row.push_back({"sp_decode_ms", decode_ms});
   row.push_back({"sp_bytes", bytes});
 }
 

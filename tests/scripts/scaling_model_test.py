@@ -61,6 +61,22 @@ close("micro projection", (s["union"], s["maxk"]), (100.0, 10.0))
 # Top-k: union/(P local) = 375/(4 * 100) held: at P = 8, 0.9375 * 8 * 100 = 750.
 s = sm.project_stats("topk", {"k": 100, "local": 100, "union": 375, "maxk": 100, "wire": 0}, 4, 8, 10000, 0.01)
 close("topk projection", s["union"], 750.0)
+# Decode: an allgather method sums one payload per rank (measured 40 ms at P = 4 -> 160 ms
+# at P = 16); a union method scatters one aggregated vector (held at 5 ms).
+close("allgather decode", sm.decode_at("qsgd", 0.040, 4, 16), 0.160)
+close("union decode", sm.decode_at("micro", 0.005, 4, 16), 0.005)
+# A measured run's prediction adds its decode median to compute (1+2+3+4 ms), selection
+# (5 ms) and the modelled exchange on the shared link.
+row = {"ranks": 4, "sparsifier": "gaussiank", "data_ms": 1.0, "fwd_ms": 2.0, "bwd_ms": 3.0,
+       "opt_ms": 4.0, "sp_select_ms": 5.0, "sp_decode_ms": 6.0, "sp_k": 10, "sp_local": 10,
+       "sp_global": 40, "sp_bytes": 88}
+fit = {"alpha_s": 1e-4, "beta_s_per_byte": 1e-8}
+got = sm.predict_measured(row, fit, 1000)
+comm = sm.exchange_time("gaussiank", 4, 1000, sm.stats_from_row(row, 1000), 1e-4, 1e-8, "shared")
+close("measured prediction", got, (0.010 + 0.005 + 0.006 + comm, 0.010, 0.005, 0.006, comm))
+row.pop("sp_decode_ms")  # runs from before the column: decode counts as 0
+close("measured prediction, no decode column", sm.predict_measured(row, fit, 1000)[0],
+      0.010 + 0.005 + comm)
 
 # The fit recovers alpha and beta from noise-free records of the shared-link model.
 alpha, beta = 80e-6, 8 / 100e6

@@ -145,6 +145,12 @@ TEST_P(Conformance, ErrorFeedbackDensityAndRankAgreement) {
       std::set<int32_t> own(sel.indices.begin(), sel.indices.end());
       EXPECT_EQ(own.size(), sel.indices.size()) << "selection has duplicates";
       EXPECT_EQ(s.local_count, static_cast<int64_t>(sel.indices.size()));
+      // The receive-side time is a part of the exchange's time (sparsify_hook.h).
+      EXPECT_GE(s.decode_ms, 0.0);
+      EXPECT_LE(s.decode_ms, s.exchange_ms) << "decode timed outside the exchange";
+      if (pattern != ExchangePattern::Dense) {
+        EXPECT_GT(s.decode_ms, 0.0) << "decode not timed";
+      }
       if (hook.sparsifier().sends_at_least_one() && pattern != ExchangePattern::Dense &&
           pattern != ExchangePattern::LeaderIndices) {
         EXPECT_GE(s.local_count, 1) << "empty selection";

@@ -209,6 +209,8 @@ def sp_flags(build, pairs):
     if not pairs:
         return []
     exe = os.path.join(build, "apps", "sparsetrain")
+    if not os.path.exists(exe):  # a dry run without a build: the current CLI's form
+        return [f for pair in pairs for f in ("--sp", pair)]
     if exe not in _SP_PAIRS:
         probe = subprocess.run([exe, "train", "--sparsifier", "micro", "--sp", "up=1.1", "--arch",
                                 "no_such_arch_probe", "--out", os.devnull], capture_output=True,
@@ -578,7 +580,7 @@ def main(argv=None):
     comm_bench = os.path.abspath(a.comm_bench or os.path.join(build, "bench", "comm_bench"))
 
     sps, archs = sparsetrain_names(build)
-    if sps is None and not a.dry_run:
+    if sps is None and not a.dry_run and not a.report_only:
         print(f"reproduce: {build}/apps/sparsetrain not found (build it, or pass --build DIR)",
               file=sys.stderr)
         return 2
@@ -587,7 +589,7 @@ def main(argv=None):
     except ConfigError as e:
         print(f"reproduce: config error: {e}", file=sys.stderr)
         return 2
-    if any(r["kind"] == "comm" for r in runs) and not a.dry_run and \
+    if any(r["kind"] == "comm" for r in runs) and not a.dry_run and not a.report_only and \
             not os.path.exists(comm_bench):
         print(f"reproduce: {config} has comm lines but {comm_bench} is missing "
               f"(cmake --build {build} --target comm_bench, or --comm-bench PATH)", file=sys.stderr)
@@ -598,13 +600,13 @@ def main(argv=None):
     failed = []
     for i, r in enumerate(todo, 1):
         folder = os.path.join(out, r["id"])
-        cmd = command(r, build, folder, comm_bench)
         head = f"[{i}/{len(todo)}] {r['id']}"
         if finished(folder):
             print(f"{head}: finished earlier, skipped", flush=True)
             continue
         if a.report_only:
             continue
+        cmd = command(r, build, folder, comm_bench)
         if a.dry_run:
             print(f"{head}: would run: {shlex.join(cmd)}", flush=True)
             continue

@@ -63,6 +63,13 @@ rm "$tmp/out/g/resnet20_np1_none_topk_d0.1/run.json"
 run --config "$tmp/grid.conf"
 check "interrupted run redone" test "$(wc -l <"$tmp/out/calls.txt")" -eq 6
 check "only that one" test "$(tail -1 "$tmp/out/calls.txt")" = topk
+# --report-only rebuilds the tables from the run folders alone: no build, no comm_bench.
+rm "$tmp/out/summary.md"
+"$root/scripts/reproduce.sh" --build "$tmp/no_build" --out "$tmp/out" --report-only \
+  --config "$tmp/grid.conf" >"$tmp/log" 2>&1
+check "report-only needs no build" test $? -eq 0
+check "report-only rewrites the summary" grep -q 'resnet20_np1_none_topk_d0.01' "$tmp/out/summary.md"
+check "report-only runs nothing" test "$(wc -l <"$tmp/out/calls.txt")" -eq 6
 
 printf 'train name=f model=resnet20 sparsifiers=gtopk ranks=1 bandwidths=none max_iters=3\n' >"$tmp/fail.conf"
 run --config "$tmp/fail.conf"

@@ -1,6 +1,7 @@
 #include "sparsify/quantizers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -172,8 +173,11 @@ void Qsgd::unpack(const SelectContext&, int64_t n, const uint32_t* data, int64_t
   }
 }
 
-TernGrad::TernGrad(const SparsifierOptions& o) : chunk_(o.get_int("chunk", 0)) {
+TernGrad::TernGrad(const SparsifierOptions& o)
+    : chunk_(o.get_int("chunk", 0)), clip_(static_cast<float>(o.get("clip", 2.5))) {
   ST_CHECK(chunk_ >= 0, "--sp chunk must be >= 0, got ", chunk_);
+  ST_CHECK(clip_ >= 0 && std::isfinite(clip_),
+           "--sp clip (TernGrad: clip to clip x sigma, 0 = off) must be >= 0, got ", clip_);
 }
 
 void TernGrad::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
@@ -186,8 +190,14 @@ void TernGrad::select(const SelectContext& ctx, const float* x, int64_t n, Selec
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t b = c * chunk, e = std::min(n, b + chunk);
     float mx = 0;
-#pragma omp parallel for reduction(max : mx) schedule(static) if (e - b > 65536)
-    for (int64_t i = b; i < e; ++i) mx = std::max(mx, std::abs(x[i]));
+    double sum = 0, sumsq = 0;
+#pragma omp parallel for reduction(max : mx) reduction(+ : sum, sumsq) schedule(static) if (e - b > 65536)
+    for (int64_t i = b; i < e; ++i) {
+      mx = std::max(mx, std::abs(x[i]));
+      sum += x[i];
+      sumsq += static_cast<double>(x[i]) * x[i];
+    }
+    mx = quant::terngrad_scale(mx, sum, sumsq, e - b, clip_);
     scales[c] = mx;
 #pragma omp parallel for schedule(static) if (e - b > 65536)
     for (int64_t i = b; i < e; ++i) {

@@ -89,7 +89,17 @@ ST_HD float qsgd_value(int32_t level, float norm, int32_t s) {
   return norm * static_cast<float>(level) / static_cast<float>(s);
 }
 
-// TernGrad: -1, 0 or +1 for v given the chunk's max |v| and a uniform u in [0, 1).
+// TernGrad's scale s_t with the paper's gradient clipping (Sec. 3.3): v_i is clipped to
+// [-c sigma, c sigma] (sigma: standard deviation of the chunk, c = 2.5 in the paper), so
+// s_t = min(max |v|, c sigma); clip <= 0 keeps s_t = max |v|. Where |v_i| > s_t,
+// terngrad_level sends sign(v_i) with probability 1: Q(v_i) = s_t sign(v_i), the clipped value.
+ST_HD float terngrad_scale(float max_abs, double sum, double sumsq, int64_t count, float clip) {
+  if (!(clip > 0) || count <= 0) return max_abs;
+  const double mean = sum / static_cast<double>(count);
+  const double var = fmax(0.0, sumsq / static_cast<double>(count) - mean * mean);
+  return fminf(max_abs, static_cast<float>(static_cast<double>(clip) * sqrt(var)));
+}
+// TernGrad: -1, 0 or +1 for v given the chunk's scale s_t and a uniform u in [0, 1).
 ST_HD int32_t terngrad_level(float v, float scale, float u) {
   if (!(scale > 0)) return 0;
   return u < fabsf(v) / scale ? (v < 0 ? -1 : 1) : 0;
@@ -185,7 +195,8 @@ class TernGrad : public Sparsifier {
  public:
   // --sp chunk: elements sharing one scale (0 = the whole bucket, TernGrad's per-layer
   // max when buckets are layers; the paper's scaler sharing across workers is not used).
-  static constexpr const char* kParams = "chunk=0";
+  // --sp clip: c of the gradient clipping to c sigma (paper Sec. 3.3: 2.5; 0 = off).
+  static constexpr const char* kParams = "chunk=0 clip=2.5";
   explicit TernGrad(const SparsifierOptions& o);
   std::string name() const override { return "terngrad"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
@@ -196,6 +207,7 @@ class TernGrad : public Sparsifier {
 
  private:
   int64_t chunk_;
+  float clip_;
 };
 
 }  // namespace st

@@ -52,3 +52,6 @@ for sp in vgc qsgd terngrad; do
   want "r20_np4_${sp}" && run "r20_np4_${sp}" 6 "${mpi[@]}" -np 4 "$bin" train \
     "${common[@]}" "${dist[@]}" --sparsifier "$sp" --density 1
 done
+# TernGrad without the paper's gradient clipping (its default clips at 2.5 sigma).
+want r20_np4_terngrad_clip0 && run r20_np4_terngrad_clip0 6 "${mpi[@]}" -np 4 "$bin" train \
+  "${common[@]}" "${dist[@]}" --sparsifier terngrad --density 1 --sp clip=0

@@ -14,25 +14,50 @@ namespace st {
 
 namespace {
 
-// One block per chunk: the chunk's sum of squares (QSGD) or max |x| (TernGrad).
-template <bool kMax>
-__global__ void chunk_reduce(const float* x, int64_t n, int64_t chunk, float* out) {
+// One block per chunk: the chunk's L2 norm (QSGD).
+__global__ void chunk_norm(const float* x, int64_t n, int64_t chunk, float* out) {
   __shared__ float part[cuda::kBlock];
   const int64_t b = static_cast<int64_t>(blockIdx.x) * chunk, e = min(n, b + chunk);
   float acc = 0.0f;
-  for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
-    const float v = x[i];
-    acc = kMax ? fmaxf(acc, fabsf(v)) : acc + v * v;
-  }
+  for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) acc += x[i] * x[i];
   part[threadIdx.x] = acc;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      part[threadIdx.x] = kMax ? fmaxf(part[threadIdx.x], part[threadIdx.x + s])
-                               : part[threadIdx.x] + part[threadIdx.x + s];
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
     __syncthreads();
   }
-  if (threadIdx.x == 0) out[blockIdx.x] = kMax ? part[0] : sqrtf(part[0]);
+  if (threadIdx.x == 0) out[blockIdx.x] = sqrtf(part[0]);
+}
+
+// One block per chunk: TernGrad's clipped scale from the chunk's max |x|, sum and sum of
+// squares (quant::terngrad_scale, the CPU's formula).
+__global__ void terngrad_scale_kernel(const float* x, int64_t n, int64_t chunk, float clip,
+                                      float* out) {
+  __shared__ float part_max[cuda::kBlock];
+  __shared__ double part_sum[cuda::kBlock], part_sq[cuda::kBlock];
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * chunk, e = min(n, b + chunk);
+  float mx = 0.0f;
+  double sum = 0, sq = 0;
+  for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
+    const float v = x[i];
+    mx = fmaxf(mx, fabsf(v));
+    sum += v;
+    sq += static_cast<double>(v) * v;
+  }
+  part_max[threadIdx.x] = mx;
+  part_sum[threadIdx.x] = sum;
+  part_sq[threadIdx.x] = sq;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      part_max[threadIdx.x] = fmaxf(part_max[threadIdx.x], part_max[threadIdx.x + s]);
+      part_sum[threadIdx.x] += part_sum[threadIdx.x + s];
+      part_sq[threadIdx.x] += part_sq[threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = quant::terngrad_scale(part_max[0], part_sum[0], part_sq[0], e - b, clip);
 }
 
 __global__ void qsgd_kernel(const float* x, int64_t n, int64_t chunk, int32_t s, uint64_t seed,
@@ -119,23 +144,23 @@ void qsgd_cuda(const float* x, int64_t n, int64_t chunk, int32_t levels, uint64_
   const int dev = cuda::device_of(x);
   cuda::DeviceGuard guard(dev);
   const cudaStream_t s = cuda::current_stream(dev);
-  chunk_reduce<false>
-      <<<static_cast<unsigned>(chunks_of(n, chunk)), cuda::kBlock, 0, s>>>(x, n, chunk, norms);
+  chunk_norm<<<static_cast<unsigned>(chunks_of(n, chunk)), cuda::kBlock, 0, s>>>(x, n, chunk,
+                                                                                 norms);
   ST_CUDA_CHECK_LAUNCH();
   qsgd_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, s>>>(x, n, chunk, levels, seed, stream, norms,
                                                          level, value);
   ST_CUDA_CHECK_LAUNCH();
 }
 
-void terngrad_cuda(const float* x, int64_t n, int64_t chunk, uint64_t seed, uint64_t stream,
-                   float* scales, int32_t* level, float* value) {
+void terngrad_cuda(const float* x, int64_t n, int64_t chunk, float clip, uint64_t seed,
+                   uint64_t stream, float* scales, int32_t* level, float* value) {
   if (n <= 0) return;
   if (chunk <= 0) chunk = n;
   const int dev = cuda::device_of(x);
   cuda::DeviceGuard guard(dev);
   const cudaStream_t s = cuda::current_stream(dev);
-  chunk_reduce<true>
-      <<<static_cast<unsigned>(chunks_of(n, chunk)), cuda::kBlock, 0, s>>>(x, n, chunk, scales);
+  terngrad_scale_kernel<<<static_cast<unsigned>(chunks_of(n, chunk)), cuda::kBlock, 0, s>>>(
+      x, n, chunk, clip, scales);
   ST_CUDA_CHECK_LAUNCH();
   terngrad_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, s>>>(x, n, chunk, seed, stream, scales,
                                                              level, value);

@@ -16,9 +16,10 @@ namespace st::quant {
 // value[i] as Qsgd::select (Philox uniforms keyed by (seed, stream, i)).
 void qsgd_cuda(const float* x, int64_t n, int64_t chunk, int32_t levels, uint64_t seed,
                uint64_t stream, float* norms, int32_t* level, float* value);
-// TernGrad over chunks: scales[c] = max |x_chunk|; level in {-1, 0, 1} and value.
-void terngrad_cuda(const float* x, int64_t n, int64_t chunk, uint64_t seed, uint64_t stream,
-                   float* scales, int32_t* level, float* value);
+// TernGrad over chunks: scales[c] = max |x_chunk|, clipped to clip x sigma_chunk when
+// clip > 0 (quant::terngrad_scale); level in {-1, 0, 1} and value.
+void terngrad_cuda(const float* x, int64_t n, int64_t chunk, float clip, uint64_t seed,
+                   uint64_t stream, float* scales, int32_t* level, float* value);
 // Range-based float: codes[i] = encode(v[i]), value[i] = decode(codes[i]).
 void range_float_cuda(const float* v, int64_t n, RangeFloat f, uint32_t* codes, float* value);
 

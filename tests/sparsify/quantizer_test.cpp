@@ -2,7 +2,11 @@
 // formats; each round trip within its stated bound.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -220,6 +224,36 @@ TEST(Qsgd, SparsifierPacksSignAndLevel) {
   check_sparsifier("qsgd", {{"levels", "255"}, {"chunk", "0"}}, 1 + (3001 * 9 + 31) / 32);
 }
 
+// Gradient clipping (TernGrad, Sec. 3.3): the scale is c sigma when an outlier pushes
+// max |x| above it, the outlier goes out as exactly +-scale, and clip=0 keeps max |x|.
+TEST(TernGrad, ClipsToCSigma) {
+  std::vector<float> x = gaussian(4000, 31);
+  x[7] = 50.0f;
+  double mean = 0, var = 0;
+  for (float v : x) mean += v / 4000.0;
+  for (float v : x) var += (v - mean) * (v - mean) / 4000.0;
+  auto scale_of = [&](const std::map<std::string, std::string>& params, Selection& sel) {
+    SparsifierOptions o;
+    o.params = params;
+    SelectContext ctx;
+    make_sparsifier("terngrad", o)->select(ctx, x.data(), 4000, sel);
+    float s;
+    std::memcpy(&s, sel.packed.data(), 4);  // the chunk's scale leads the wire format
+    return s;
+  };
+  Selection sel;
+  const float clipped = scale_of({}, sel);  // default clip = 2.5
+  EXPECT_NEAR(clipped, 2.5 * std::sqrt(var), 1e-5 * clipped);
+  EXPECT_LT(clipped, 5.0f);
+  EXPECT_EQ(sel.values[7], clipped) << "the outlier is clipped to +scale";
+  for (float v : sel.values) ASSERT_TRUE(v == 0.0f || std::abs(v) == clipped);
+  EXPECT_EQ(scale_of({{"clip", "0"}}, sel), 50.0f) << "clip=0 keeps max |x|";
+  EXPECT_EQ(scale_of({{"clip", "100"}}, sel), 50.0f) << "c sigma above max |x| changes nothing";
+  SparsifierOptions bad;
+  bad.params = {{"clip", "-1"}};
+  EXPECT_THROW(make_sparsifier("terngrad", bad), Error);
+}
+
 TEST(TernGrad, SparsifierPacksTwoBits) {
   check_sparsifier("terngrad", {}, 1 + (3001 * 2 + 31) / 32);
   check_sparsifier("terngrad", {{"chunk", "1000"}}, 4 + (3001 * 2 + 31) / 32);
@@ -255,10 +289,22 @@ TEST(QuantizeCuda, QsgdTernGradAndRangeFloatMatchTheCpuFormulas) {
               quant::qsgd_level(x[i], norm, 15, philox_uniform(seed, stream, i)));
     ASSERT_EQ(v.f32()[i], quant::qsgd_value(l.data<int32_t>()[i], norm, 15));
   }
-  quant::terngrad_cuda(xd.f32(), n, chunk, seed, stream, scales.f32(), level.data<int32_t>(),
+  quant::terngrad_cuda(xd.f32(), n, chunk, 2.5f, seed, stream, scales.f32(), level.data<int32_t>(),
                        value.f32());
   s = scales.to(Device::cpu());
   l = level.to(Device::cpu());
+  for (int64_t c = 0; c < chunks; ++c) {  // clipped scale: the CPU's formula
+    const int64_t b = c * chunk, e = std::min(n, b + chunk);
+    float mx = 0;
+    double sum = 0, sq = 0;
+    for (int64_t i = b; i < e; ++i) {
+      mx = std::max(mx, std::abs(x[i]));
+      sum += x[i];
+      sq += static_cast<double>(x[i]) * x[i];
+    }
+    const float want = quant::terngrad_scale(mx, sum, sq, e - b, 2.5f);
+    ASSERT_NEAR(s.f32()[c], want, 1e-5 * want) << "chunk " << c;
+  }
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(l.data<int32_t>()[i],
               quant::terngrad_level(x[i], s.f32()[i / chunk], philox_uniform(seed, stream, i)));

@@ -66,7 +66,8 @@ const std::vector<SparsifierInfo>& sparsifiers() {
       {"qsgd", "QSGD: s levels, stochastic rounding, norm scaling (Alistarh et al. 2017)",
        Qsgd::kParams,
        [](const SparsifierOptions& o) -> SparsifierPtr { return std::make_unique<Qsgd>(o); }},
-      {"terngrad", "TernGrad: stochastic ternary with max-norm scaling (Wen et al. 2017)",
+      {"terngrad",
+       "TernGrad: stochastic ternary, max-norm scale after 2.5-sigma clipping (Wen et al. 2017)",
        TernGrad::kParams,
        [](const SparsifierOptions& o) -> SparsifierPtr { return std::make_unique<TernGrad>(o); }},
       // Baselines (issue 5).

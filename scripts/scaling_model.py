@@ -372,9 +372,11 @@ def draw(proj, checks, workers, path):
     fig, axes = plt.subplots(1, len(cols) + 1, figsize=(5.5 * (len(cols) + 1), 4.6), squeeze=False)
     for ax, (model, link) in zip(axes[0], cols):
         sub = [p for p in proj if p["model"] == model and p["link"] == link]
-        for sp in sorted({(p["sparsifier"], p["density"]) for p in sub}, key=str):
+        for i, sp in enumerate(sorted({(p["sparsifier"], p["density"]) for p in sub}, key=str)):
             pts = sorted((p["P"], p["iter_ms"]) for p in sub if (p["sparsifier"], p["density"]) == sp)
-            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o",
+            # More lines than the 10 default colours: vary marker and dash with the colour.
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="osD^v"[(i // 10) % 5],
+                    linestyle=["-", "--", ":"][(i // 10) % 3],
                     label="dense" if sp[0] == "none" else f"{sp[0]} {sp[1]:g}")
         ax.set(xscale="log", yscale="log", xlabel="workers P", ylabel="modelled iteration ms",
                title=f"{model}, {link} per worker")

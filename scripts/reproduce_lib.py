@@ -589,13 +589,13 @@ def main(argv=None):
     except ConfigError as e:
         print(f"reproduce: config error: {e}", file=sys.stderr)
         return 2
-    if any(r["kind"] == "comm" for r in runs) and not a.dry_run and not a.report_only and \
-            not os.path.exists(comm_bench):
-        print(f"reproduce: {config} has comm lines but {comm_bench} is missing "
-              f"(cmake --build {build} --target comm_bench, or --comm-bench PATH)", file=sys.stderr)
-        return 2
     only = split_list(a.only) or [""]
     todo = [r for r in runs if any(o in r["id"] for o in only)]
+    if any(r["kind"] == "comm" and not finished(os.path.join(out, r["id"])) for r in todo) and \
+            not a.dry_run and not a.report_only and not os.path.exists(comm_bench):
+        print(f"reproduce: {config} has comm lines to run but {comm_bench} is missing "
+              f"(cmake --build {build} --target comm_bench, or --comm-bench PATH)", file=sys.stderr)
+        return 2
     print(f"reproduce: {config}: {len(runs)} runs ({len(todo)} selected) -> {out}", flush=True)
     failed = []
     for i, r in enumerate(todo, 1):

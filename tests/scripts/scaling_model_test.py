@@ -83,6 +83,13 @@ slow = {"ranks": 4, "sparsifier": "micro", "density": 0.01, "sp_density": 0.0009
 fast = {"ranks": 4, "sparsifier": "micro", "density": 0.01, "sp_density": 0.0102}
 close("base run prefers d' near d", float(sm.base_rank(fast) < sm.base_rank(slow)), 1.0)
 close("base run prefers fewer ranks", float(sm.base_rank(dict(slow, ranks=2)) < sm.base_rank(fast)), 1.0)
+# Projection compute: the median over the model's runs with the fewest ranks (2-rank runs
+# 200, 300, 260 ms -> 260; the 4-rank run is ignored).
+rows = [{"model": "lstm", "ranks": 2, "fwd_ms": 100.0, "bwd_ms": 100.0},
+        {"model": "lstm", "ranks": 2, "fwd_ms": 100.0, "bwd_ms": 200.0},
+        {"model": "lstm", "ranks": 2, "fwd_ms": 60.0, "bwd_ms": 200.0},
+        {"model": "lstm", "ranks": 4, "fwd_ms": 900.0, "bwd_ms": 900.0}]
+close("common compute", sm.common_compute(rows)["lstm"], (260.0, 3, 2))
 
 # The fit recovers alpha and beta from noise-free records of the shared-link model.
 alpha, beta = 80e-6, 8 / 100e6

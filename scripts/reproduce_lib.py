@@ -536,13 +536,31 @@ def machine():
     return f"nproc {sh('nproc')}, {model}, Linux {sh('uname -r')}, {mpi}"
 
 
-def write_report(out, config, argv):
-    """report.md: everything the run produced, with command, machine and date."""
+def measured_span(out, runs):
+    """'first start .. last end UTC (N runs)' from the finished runs' run.json, so a report
+    rebuilt later (--report-only) still says when its numbers were measured."""
+    spans = []
+    for r in runs:
+        try:
+            info = json.load(open(os.path.join(out, r["id"], "run.json")))
+            start = datetime.datetime.fromisoformat(info["start"].rstrip("Z"))
+            spans.append((start, start + datetime.timedelta(seconds=info.get("wall_s", 0))))
+        except (OSError, ValueError, KeyError):
+            continue
+    if not spans:
+        return "-"
+    first, last = min(s for s, _ in spans), max(e for _, e in spans)
+    return f"{first:%Y-%m-%d %H:%M} .. {last:%Y-%m-%d %H:%M} UTC ({len(spans)} runs)"
+
+
+def write_report(out, config, argv, runs=()):
+    """report.md: everything the run produced, with command, machine and dates."""
     parts = [f"# Reproduction report ({os.path.basename(config)})", "",
              f"- Command: `scripts/reproduce.sh {shlex.join(argv)}`",
              f"- Config: `{config if os.path.relpath(config, ROOT).startswith('..') else os.path.relpath(config, ROOT)}`",
              f"- Machine: {machine()}",
-             f"- Date: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC')}", ""]
+             f"- Measured: {measured_span(out, runs)}",
+             f"- Report written: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC')}", ""]
     for name, title in (("speedup.md", "Speedup over dense allreduce"),
                         ("summary.md", "All runs (medians after warm-up)"),
                         ("scaling.md", "Scaling model")):
@@ -643,7 +661,7 @@ def main(argv=None):
     if model:
         print(model.strip(), flush=True)
     if rows:
-        write_report(out, config, sys.argv[1:] if argv is None else argv)
+        write_report(out, config, sys.argv[1:] if argv is None else argv, runs)
         print(f"reproduce: wrote {out}/report.md", flush=True)
     if failed:
         print(f"reproduce: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)

@@ -70,6 +70,7 @@ rm "$tmp/out/summary.md"
 check "report-only needs no build" test $? -eq 0
 check "report-only rewrites the summary" grep -q 'resnet20_np1_none_topk_d0.01' "$tmp/out/summary.md"
 check "report-only runs nothing" test "$(wc -l <"$tmp/out/calls.txt")" -eq 6
+check "report says when the runs were measured" grep -q 'Measured: .* UTC (5 runs)' "$tmp/out/report.md"
 
 printf 'train name=f model=resnet20 sparsifiers=gtopk ranks=1 bandwidths=none max_iters=3\n' >"$tmp/fail.conf"
 run --config "$tmp/fail.conf"

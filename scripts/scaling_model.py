@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 
 # How each sparsifier's selections travel (sparsify/sparsifier.h ExchangePattern).
@@ -256,6 +257,11 @@ def base_rank(r):
     return (r["ranks"], miss)
 
 
+def compute_ms(r):
+    """A run's per-iteration compute: data + forward + backward + optimiser medians."""
+    return sum(val(r, k) for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms"))
+
+
 def common_compute(rows):
     """{model: (compute ms, runs, ranks)}: the median compute (data + forward + backward +
     optimiser) over the model's runs with the fewest ranks. Compute does not depend on the
@@ -265,11 +271,8 @@ def common_compute(rows):
     for model in {r["model"] for r in rows}:
         runs = [r for r in rows if r["model"] == model]
         fewest = min(r["ranks"] for r in runs)
-        cs = sorted(sum(val(r, k) for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms"))
-                    for r in runs if r["ranks"] == fewest)
-        mid = len(cs) // 2
-        med = cs[mid] if len(cs) % 2 else (cs[mid - 1] + cs[mid]) / 2
-        out[model] = (med, len(cs), fewest)
+        cs = [compute_ms(r) for r in runs if r["ranks"] == fewest]
+        out[model] = (statistics.median(cs), len(cs), fewest)
     return out
 
 
@@ -277,7 +280,7 @@ def predict_measured(row, fit, n):
     """Model iteration time of a measured run: its own compute, selection and decode
     medians plus the modelled exchange on the shared emulated link (no overlap credited)."""
     P = row["ranks"]
-    compute = sum(val(row, k) for k in ("data_ms", "fwd_ms", "bwd_ms", "opt_ms")) / 1e3
+    compute = compute_ms(row) / 1e3
     select = val(row, "sp_select_ms") / 1e3
     decode = val(row, "sp_decode_ms") / 1e3
     comm = exchange_time(row["sparsifier"], P, n, stats_from_row(row, n), fit["alpha_s"],

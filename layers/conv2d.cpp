@@ -230,8 +230,9 @@ void Conv2d::accumulate_sq_grads(const Tensor& dy) {
     const int t = static_cast<int>(omp_thread_id());
     if (sq_w) dw2_part[t].assign(cout_ * ckk, 0.0f);
     if (sq_b) db2_part[t].assign(cout_, 0.0f);
-    float* col2 = scratch(3, ckk * chunk * ohw);
-    float* gyc2 = scratch(4, cout_ * chunk * ohw);
+    // The squared operands of the weight GEMM; a bias-only pass needs neither.
+    float* col2 = sq_w ? scratch(3, ckk * chunk * ohw) : nullptr;
+    float* gyc2 = sq_w ? scratch(4, cout_ * chunk * ohw) : nullptr;
     for (int64_t i0 = begin; i0 < end; i0 += chunk) {
       const int64_t nb = std::min(chunk, end - i0), ld = nb * ohw;
       for (int64_t j = 0; j < nb; ++j) {

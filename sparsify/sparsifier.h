@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsify/bulk/bulk_ops.h"
 #include "sparsify/state_io.h"
 
 namespace st {
@@ -50,6 +51,9 @@ struct SelectContext {
   const float* aux = nullptr;     // n floats from the hook's aux provider (VGC: sq-grads)
   std::vector<int64_t> segments;  // start offsets of the bucket's tensors, ascending
   std::vector<int64_t> rows;      // each segment's first dimension (1 for a vector)
+  // The same side inputs as buffers on the bulk device (Sparsifier::select_on).
+  const bulk::Buffer* grad_buffer = nullptr;
+  const bulk::Buffer* aux_buffer = nullptr;
 };
 
 // A rank's selection: positions in the bucket and the values it contributes there.
@@ -77,6 +81,20 @@ struct Selection {
     indices.clear();
     values.clear();
     packed.clear();
+    threshold = 0.0;
+    partition_ms = estimate_ms = 0.0;
+  }
+};
+
+// A selection as buffers on the bulk device (Sparsifier::select_on): the same fields as
+// Selection, never read by the method or the hook except through bulk::Ops.
+struct DeviceSelection {
+  bulk::Buffer indices;  // I32
+  bulk::Buffer values;   // F32, as many as indices, or empty (the hook gathers x there)
+  bulk::Buffer packed;   // U32 wire words (Sparsifier::packs())
+  double threshold = 0.0;
+  double partition_ms = 0.0, estimate_ms = 0.0;
+  void clear_scalars() {
     threshold = 0.0;
     partition_ms = estimate_ms = 0.0;
   }
@@ -118,6 +136,12 @@ class Sparsifier {
   // Selects on x (gradient plus residual) of one bucket. For LeaderIndices only the
   // leader's selection is used; the others may leave `out` empty.
   virtual void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) = 0;
+  // The device-ready form of select(): x (x.size() == n) and the result stay behind `ops`,
+  // so the same code runs on CPU and CUDA buckets. Methods that implement it return true
+  // from device_ready(); the default adapts select() on CPU buffers only.
+  virtual void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                         DeviceSelection& out);
+  virtual bool device_ready() const { return false; }
   // Called on every rank after each exchange, with the same feedback everywhere.
   virtual void observe(const ExchangeFeedback&) {}
   // A number that must agree across ranks when the rule's state does (thresholds,

@@ -58,4 +58,26 @@ double sum_squares(const Tensor& x) {
   return s;
 }
 
+double sum_squares(const std::vector<Tensor>& xs) {
+  if (xs.empty() || xs.front().device().is_cpu()) {
+    double s = 0;
+    for (const Tensor& x : xs) s += sum_squares(x);
+    return s;
+  }
+  const Device device = xs.front().device();
+  std::vector<const float*> ptrs;
+  std::vector<int64_t> ns;
+  for (const Tensor& x : xs) {
+    ST_CHECK(x.device() == device, "sum_squares: tensors on ", device.str(), " and ",
+             x.device().str());
+    ptrs.push_back(x.f32());
+    ns.push_back(x.numel());
+  }
+  double s = 0;
+#ifdef SPARSETRAIN_WITH_CUDA
+  for (double v : cuda::sum_squares_each(ptrs, ns, device.index)) s += v;
+#endif
+  return s;
+}
+
 }  // namespace st

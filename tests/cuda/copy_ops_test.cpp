@@ -72,6 +72,23 @@ TEST(CudaOps, AddScaleSumSquaresMatchCpu) {
   EXPECT_EQ(sum_squares(Tensor::zeros({0}, DType::F32, kGpu)), 0.0);
 }
 
+// The gradient-norm form: many tensors, one wait; the same sum as the CPU's, tensor by tensor.
+TEST(CudaOps, SumSquaresOverManyTensorsMatchesCpu) {
+  ST_REQUIRE_CUDA_DEVICE();
+  Rng rng(3);
+  std::vector<Tensor> host, device;
+  for (int64_t n : {1, 0, 513, 70001, 7}) {
+    host.push_back(random_tensor({n}, rng));
+    device.push_back(host.back().to(kGpu));
+  }
+  const double cpu = sum_squares(host), gpu = sum_squares(device);
+  EXPECT_GT(cpu, 0.0);
+  EXPECT_NEAR(gpu, cpu, 1e-9 * cpu);
+  EXPECT_EQ(sum_squares(std::vector<Tensor>{}), 0.0);
+  device.push_back(Tensor::zeros({2}));  // a host tensor among device ones
+  EXPECT_THROW(sum_squares(device), Error);
+}
+
 TEST(CudaStream, EventOrdersStreamsAndTimes) {
   ST_REQUIRE_CUDA_DEVICE();
   cuda::Stream side(0);

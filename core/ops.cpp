@@ -9,6 +9,19 @@ void check_same(const char* op, const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
+void copy_async(Tensor& dst, const Tensor& src) {
+  check_same("copy_async", dst, src);
+  ST_CHECK(dst.dtype() == src.dtype(), "copy_async: operands differ: ", dst.str(), " vs ",
+           src.str());
+  if (dst.device().is_cuda()) {
+#ifdef SPARSETRAIN_WITH_CUDA
+    cuda::copy_async(dst.raw(), src.raw(), dst.nbytes());
+#endif
+    return;
+  }
+  dst.copy_from(src);
+}
+
 void add_inplace(Tensor& dst, const Tensor& src) {
   check_same("add_inplace", dst, src);
   const int64_t n = dst.numel();

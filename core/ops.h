@@ -8,6 +8,9 @@
 
 namespace st {
 
+// dst = src (same shape, dtype and device). On CUDA the copy is queued on the current
+// stream and the host does not wait (Tensor::copy_from, which may cross devices, does).
+void copy_async(Tensor& dst, const Tensor& src);
 // dst += src (same shape and device).
 void add_inplace(Tensor& dst, const Tensor& src);
 // dst = a + b.
@@ -23,6 +26,7 @@ double sum_squares(const std::vector<Tensor>& xs);
 
 #ifdef SPARSETRAIN_WITH_CUDA
 namespace cuda {
+void copy_async(void* dst, const void* src, size_t bytes);
 void add_inplace(float* dst, const float* src, int64_t n);
 void scale_inplace(float* x, float alpha, int64_t n);
 double sum_squares(const float* x, int64_t n);

@@ -41,6 +41,13 @@ void sum_squares_into(const float* x, int64_t n, double* out, int dev, cudaStrea
 
 }  // namespace
 
+void copy_async(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  const int dev = device_of(dst);
+  DeviceGuard guard(dev);
+  ST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, current_stream(dev)));
+}
+
 void add_inplace(float* dst, const float* src, int64_t n) {
   if (n == 0) return;
   const int dev = device_of(dst);

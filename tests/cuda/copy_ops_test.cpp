@@ -72,6 +72,22 @@ TEST(CudaOps, AddScaleSumSquaresMatchCpu) {
   EXPECT_EQ(sum_squares(Tensor::zeros({0}, DType::F32, kGpu)), 0.0);
 }
 
+// Queued on the current stream without a host wait; what follows on that stream sees it.
+TEST(CudaOps, CopyAsyncOnTheStream) {
+  ST_REQUIRE_CUDA_DEVICE();
+  Rng rng(4);
+  const Tensor a = random_tensor({4099}, rng);
+  const Tensor ga = a.to(kGpu);
+  Tensor gb = Tensor::empty({4099}, DType::F32, kGpu);
+  copy_async(gb, ga);
+  scale_inplace(gb, 2.0f);
+  std::vector<float> want = a.to_vector();
+  for (float& v : want) v *= 2.0f;
+  EXPECT_EQ(gb.to_vector(), want);
+  Tensor host = Tensor::empty({4099});
+  EXPECT_THROW(copy_async(host, ga), Error);  // devices differ
+}
+
 // The gradient-norm form: many tensors, one wait; the same sum as the CPU's, tensor by tensor.
 TEST(CudaOps, SumSquaresOverManyTensorsMatchesCpu) {
   ST_REQUIRE_CUDA_DEVICE();

@@ -29,6 +29,10 @@ void copy_bytes(void*, Device, const void*, Device, size_t) {
 void zero_bytes(void*, size_t, int) {
   no_cuda();
 }
+void* pinned_alloc(size_t) {
+  no_cuda();
+}
+void pinned_free(void*) {}
 }  // namespace cuda
 
 }  // namespace st

@@ -9,6 +9,19 @@ void check_same(const char* op, const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
+void copy_async(Tensor& dst, const Tensor& src) {
+  check_same("copy_async", dst, src);
+  ST_CHECK(dst.dtype() == src.dtype(), "copy_async: operands differ: ", dst.str(), " vs ",
+           src.str());
+  if (dst.device().is_cuda()) {
+#ifdef SPARSETRAIN_WITH_CUDA
+    cuda::copy_async(dst.raw(), src.raw(), dst.nbytes());
+#endif
+    return;
+  }
+  dst.copy_from(src);
+}
+
 void add_inplace(Tensor& dst, const Tensor& src) {
   check_same("add_inplace", dst, src);
   const int64_t n = dst.numel();
@@ -55,6 +68,28 @@ double sum_squares(const Tensor& x) {
   double s = 0;
 #pragma omp parallel for reduction(+ : s) if (n > 32768) schedule(static)
   for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
+  return s;
+}
+
+double sum_squares(const std::vector<Tensor>& xs) {
+  if (xs.empty() || xs.front().device().is_cpu()) {
+    double s = 0;
+    for (const Tensor& x : xs) s += sum_squares(x);
+    return s;
+  }
+  const Device device = xs.front().device();
+  std::vector<const float*> ptrs;
+  std::vector<int64_t> ns;
+  for (const Tensor& x : xs) {
+    ST_CHECK(x.device() == device, "sum_squares: tensors on ", device.str(), " and ",
+             x.device().str());
+    ptrs.push_back(x.f32());
+    ns.push_back(x.numel());
+  }
+  double s = 0;
+#ifdef SPARSETRAIN_WITH_CUDA
+  for (double v : cuda::sum_squares_each(ptrs, ns, device.index)) s += v;
+#endif
   return s;
 }
 

@@ -7,9 +7,14 @@
 
 namespace st {
 
-Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+Storage::Storage(size_t bytes, Device device, bool pinned)
+    : bytes_(bytes), device_(device), pinned_(pinned) {
+  ST_CHECK(!pinned || device.is_cpu(), "Storage: only host memory can be page-locked, not ",
+           device.str());
   if (bytes == 0) return;
-  if (device.is_cpu()) {
+  if (pinned) {
+    ptr_ = host::allocate_pinned(bytes);
+  } else if (device.is_cpu()) {
     ptr_ = host::allocate(bytes);
   } else {
     ptr_ = cuda::device_alloc(bytes, device.index);
@@ -18,7 +23,9 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
 
 Storage::~Storage() {
   if (!ptr_) return;
-  if (device_.is_cpu()) {
+  if (pinned_) {
+    host::release_pinned(ptr_, bytes_);
+  } else if (device_.is_cpu()) {
     host::release(ptr_, bytes_);
   } else {
     cuda::device_free(ptr_, device_.index);

@@ -1,6 +1,7 @@
 // Storage: one allocation on one device, shared by every tensor view into it.
-// CPU memory is 64-byte aligned (one cache line, one AVX-512 vector); CUDA memory
-// comes from the caching allocator in core/cuda/ (never managed memory).
+// CPU memory is 64-byte aligned (one cache line, one AVX-512 vector), or page-locked
+// (`pinned`, for input the GPU copies asynchronously; core/host_allocator.h); CUDA
+// memory comes from the caching allocator in core/cuda/ (never managed memory).
 #pragma once
 
 #include <cstddef>
@@ -12,7 +13,7 @@ namespace st {
 
 class Storage {
  public:
-  Storage(size_t bytes, Device device);
+  Storage(size_t bytes, Device device, bool pinned = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -20,11 +21,13 @@ class Storage {
   void* data() const { return ptr_; }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  bool pinned() const { return pinned_; }
 
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
   Device device_;
+  bool pinned_ = false;
 };
 
 // Raw device memory entry points. The CUDA build implements them in core/cuda/;
@@ -35,6 +38,9 @@ void device_free(void* ptr, int device);
 // Copies between any two locations (host or device); waits until the copy is done.
 void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 void zero_bytes(void* dst, size_t bytes, int device);
+// Page-locked host memory (cudaHostAlloc, portable); nullptr when out of memory.
+void* pinned_alloc(size_t bytes);
+void pinned_free(void* ptr);
 }  // namespace cuda
 
 }  // namespace st

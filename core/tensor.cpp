@@ -14,6 +14,15 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return t;
 }
 
+Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
+  for (int64_t d : shape.dims()) ST_CHECK(d >= 0, "negative dimension in shape ", shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), Device::cpu(), true);
+  return t;
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
   t.zero();

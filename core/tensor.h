@@ -23,6 +23,9 @@ class Tensor {
 
   static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
   static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  // A CPU tensor in page-locked memory, which the GPU copies from without the CPU
+  // (CUDA builds only; core/host_allocator.h).
+  static Tensor empty_pinned(const Shape& shape, DType dtype = DType::F32);
   static Tensor full(const Shape& shape, float value, Device device = Device::cpu());
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
   static Tensor from_vector_i32(const std::vector<int32_t>& values, const Shape& shape);
@@ -56,6 +59,7 @@ class Tensor {
   Tensor slice_flat(int64_t offset, const Shape& shape) const;
   // Do two tensors share the same storage?
   bool shares_storage(const Tensor& o) const { return storage_ == o.storage_; }
+  bool pinned() const { return storage_ && storage_->pinned(); }
 
   Tensor to(Device device) const;  // explicit copy (or self when already there)
   Tensor clone() const;

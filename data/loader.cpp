@@ -65,8 +65,9 @@ Batch DataLoader::build(const std::vector<int64_t>& order, int64_t epoch, int64_
   Batch out;
   out.epoch = epoch;
   out.index = b;
-  out.images = Tensor::empty(Shape(dims));
-  out.labels = Tensor::empty({n}, DType::I32);
+  out.images = opt_.pin_memory ? Tensor::empty_pinned(Shape(dims)) : Tensor::empty(Shape(dims));
+  out.labels =
+      opt_.pin_memory ? Tensor::empty_pinned({n}, DType::I32) : Tensor::empty({n}, DType::I32);
   float* img = out.images.f32();
   int32_t* lab = out.labels.data<int32_t>();
   const int64_t per = example_shape_.numel();

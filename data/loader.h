@@ -34,6 +34,9 @@ struct LoaderOptions {
   int prefetch = 0;        // ready batches kept ahead; 0 = 2 x workers
   uint64_t seed = 0;       // augmentation seed
   bool drop_last = false;  // drop a final partial batch
+  // Assemble batches in page-locked memory, which the GPU copies from asynchronously
+  // (data/device_prefetch.h); only for a CUDA device (a CPU run gains nothing from it).
+  bool pin_memory = false;
 };
 
 class DataLoader {

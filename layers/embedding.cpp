@@ -19,17 +19,22 @@ std::string Embedding::describe() const {
   return "Embedding(" + std::to_string(num_) + ", " + std::to_string(dim_) + ")";
 }
 
-Tensor Embedding::forward_cpu(const Tensor& x) {
+Shape Embedding::output_shape(const Tensor& x) const {
   ST_CHECK(x.dtype() == DType::I32, describe(), ": expected int32 token ids, got ", x.str());
+  std::vector<int64_t> dims = x.shape().dims();
+  dims.push_back(dim_);
+  return Shape(dims);
+}
+
+Tensor Embedding::forward_cpu(const Tensor& x) {
+  const Shape out_shape = output_shape(x);
   const int64_t n = x.numel();
   const int32_t* ids = x.data<int32_t>();
   for (int64_t i = 0; i < n; ++i)
     ST_CHECK(ids[i] >= 0 && ids[i] < num_, describe(), ": token id ", ids[i], " at position ", i,
              " is outside [0, ", num_, ")");
   ids_ = x;
-  std::vector<int64_t> dims = x.shape().dims();
-  dims.push_back(dim_);
-  Tensor y = Tensor::empty(Shape(dims));
+  Tensor y = Tensor::empty(out_shape);
   const float* w = weight_->value.f32();
   float* out = y.f32();
   for (int64_t i = 0; i < n; ++i)
@@ -40,9 +45,7 @@ Tensor Embedding::forward_cpu(const Tensor& x) {
 Tensor Embedding::backward_cpu(const Tensor& dy) {
   ST_CHECK(ids_.defined(), describe(), ": backward called before forward");
   const int64_t n = ids_.numel();
-  std::vector<int64_t> want = ids_.shape().dims();
-  want.push_back(dim_);
-  expect_shape("gradient", Shape(want), dy.shape());
+  expect_shape("gradient", output_shape(ids_), dy.shape());
   // dW[id] += dy[i] for every position i that looked up row id (repeats accumulate).
   const int32_t* ids = ids_.data<int32_t>();
   const float* g = dy.f32();

@@ -1,7 +1,8 @@
 // Embedding: a lookup table, y[..., :] = W[x[...], :] for int32 token ids x, with W
 // [num_embeddings, dim] (PyTorch's nn.Embedding layout and name "weight"). Backward
 // scatter-adds dy into the rows that were looked up; token ids get no gradient, so
-// backward returns an undefined tensor.
+// backward returns an undefined tensor. CUDA (embedding_cuda.cu): a gather kernel, and a
+// scatter-add that sums each row's contributions in the CPU's order (bit-identical).
 #pragma once
 
 #include "core/rng.h"
@@ -22,8 +23,14 @@ class Embedding : public Layer {
  protected:
   Tensor forward_cpu(const Tensor& x) override;
   Tensor backward_cpu(const Tensor& dy) override;
+#ifdef SPARSETRAIN_WITH_CUDA
+  Tensor forward_cuda(const Tensor& x) override;
+  Tensor backward_cuda(const Tensor& dy) override;
+#endif
 
  private:
+  // Checks x's dtype; returns the output shape x.shape() + [dim].
+  Shape output_shape(const Tensor& x) const;
   int64_t num_, dim_;
   Param* weight_;
   Tensor ids_;

@@ -23,8 +23,17 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Rng& rng)
   }
 }
 
+Linear::Linear(Param& shared, bool bias) : weight_(&shared), tied_(true) {
+  ST_CHECK(shared.value.rank() == 2, "Linear: a tied weight must be a matrix, got ",
+           shared.value.shape());
+  in_ = shared.value.dim(1);
+  out_ = shared.value.dim(0);
+  if (bias) bias_ = &add_param("bias", Shape{out_}, ParamKind::Bias);
+}
+
 std::string Linear::describe() const {
-  return "Linear(" + std::to_string(in_) + "->" + std::to_string(out_) + ")";
+  return "Linear(" + std::to_string(in_) + "->" + std::to_string(out_) +
+         (tied_ ? ", tied weight)" : ")");
 }
 
 void Linear::check_input(const Tensor& x) const {
@@ -68,7 +77,7 @@ Tensor Linear::backward_cpu(const Tensor& dy) {
     for (int64_t i = 0; i < n * in_; ++i) x2[i] = xi[i] * xi[i];
     cpu::gemm(true, false, out_, in_, n, 1.0f, dy2.data(), x2.data(), 1.0f, weight_->sq_grad.f32());
   }
-  weight_->mark_grad_ready();
+  if (!tied_) weight_->mark_grad_ready();
   if (bias_) {
     float* db = bias_->grad.f32();
     for (int64_t i = 0; i < n; ++i)

@@ -1,4 +1,7 @@
 // Linear: y = x W^T + b, with W [out, in] (PyTorch layout and names "weight", "bias").
+// A tied Linear borrows W from another layer (the language model's decoder multiplies by
+// the embedding matrix, Press & Wolf 2017): W is then neither registered nor announced;
+// backward adds its dW share into the owner's gradient and the owner announces it.
 #pragma once
 
 #include "core/rng.h"
@@ -9,6 +12,8 @@ namespace st {
 class Linear : public Layer {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias, Rng& rng);
+  // Tied: W = `shared` [out, in], owned by another layer; registers only "bias" (zeros).
+  Linear(Param& shared, bool bias);
   std::string describe() const override;
   Param& weight() { return *weight_; }
   Param* bias() { return bias_; }
@@ -26,6 +31,7 @@ class Linear : public Layer {
   int64_t in_, out_;
   Param* weight_;
   Param* bias_ = nullptr;
+  bool tied_ = false;  // weight_ is borrowed: never announced here
   Tensor x_;
 };
 

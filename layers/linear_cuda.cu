@@ -74,7 +74,7 @@ Tensor Linear::backward_cuda(const Tensor& dy) {
   if (n > 0)
     ST_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, k, m, nn, &one, x_.f32(), k,
                                 dy.f32(), m, &one, weight_->grad.f32(), k));
-  weight_->mark_grad_ready();
+  if (!tied_) weight_->mark_grad_ready();
   if (bias_) {
     cuda::expect_on(describe(), "bias gradient", bias_->grad, device);
     column_sum_accumulate_kernel<<<cuda::grid_for(out_), cuda::kBlock, 0, ctx.stream()>>>(

@@ -5,6 +5,7 @@
 
 #include "core/kernels/blas.h"
 #include "core/kernels/math.h"
+#include "core/ops.h"
 #include "layers/init.h"
 
 namespace st {
@@ -116,8 +117,12 @@ void Lstm::set_state(const Tensor& h0, const Tensor& c0) {
   ST_CHECK(h0.rank() == 3 && h0.dim(0) == layers_ && h0.dim(2) == hidden_, describe(),
            ": expected an initial h of shape [", layers_, ", B, ", hidden_, "], got ", h0.shape());
   check_shape("LSTM::set_state", "c0", h0.shape(), c0.shape());
-  h0_ = h0.clone();
-  c0_ = c0.clone();
+  // Copies, queued on the device's stream: carrying the state between windows does not
+  // make the host wait for the GPU.
+  h0_ = Tensor::empty(h0.shape(), h0.dtype(), h0.device());
+  c0_ = Tensor::empty(c0.shape(), c0.dtype(), c0.device());
+  copy_async(h0_, h0);
+  copy_async(c0_, c0);
 }
 
 void Lstm::reset_state() {

@@ -2,59 +2,11 @@
 
 #include <cmath>
 
-#include "core/kernels/blas.h"
 #include "core/kernels/math.h"
 #include "layers/init.h"
 #include "layers/linear.h"
 
 namespace st {
-
-// The decoder of a tied model: logits = h E^T + b with E the embedding matrix [V, emsize].
-// Its weight is borrowed, not registered: backward accumulates into E's gradient and
-// leaves the announcement to the Embedding (see the header). Registers only "bias".
-class LstmLm::TiedDecoder : public Layer {
- public:
-  TiedDecoder(Param& weight) : weight_(weight) {
-    bias_ = &add_param("bias", Shape{weight.value.dim(0)}, ParamKind::Bias);
-  }
-  std::string describe() const override {
-    return "TiedDecoder(" + std::to_string(weight_.value.dim(1)) + "->" +
-           std::to_string(weight_.value.dim(0)) + ")";
-  }
-
- protected:
-  Tensor forward_cpu(const Tensor& x) override {
-    const int64_t n = x.dim(0), in = weight_.value.dim(1), out = weight_.value.dim(0);
-    expect_shape("input", Shape{n, in}, x.shape());
-    x_ = x;
-    Tensor y = Tensor::empty(Shape{n, out});
-    const float* b = bias_->value.f32();
-    float* py = y.f32();
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < out; ++j) py[i * out + j] = b[j];
-    cpu::gemm(false, true, n, out, in, 1.0f, x.f32(), weight_.value.f32(), 1.0f, py);
-    return y;
-  }
-  Tensor backward_cpu(const Tensor& dy) override {
-    const int64_t n = x_.dim(0), in = weight_.value.dim(1), out = weight_.value.dim(0);
-    expect_shape("gradient", Shape{n, out}, dy.shape());
-    const float* g = dy.f32();
-    // The decoder's share of dE (the embedding adds its own and announces).
-    cpu::gemm(true, false, out, in, n, 1.0f, g, x_.f32(), 1.0f, weight_.grad.f32());
-    float* db = bias_->grad.f32();
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < out; ++j) db[j] += g[i * out + j];
-    bias_->mark_grad_ready();
-    Tensor dx = Tensor::empty(x_.shape());
-    cpu::gemm(false, false, n, in, out, 1.0f, g, weight_.value.f32(), 0.0f, dx.f32());
-    return dx;
-  }
-
- private:
-  Param& weight_;
-  Param* bias_;
-  Tensor x_;
-};
 
 LstmLm::LstmLm(const LstmLmConfig& c, Rng& rng) : cfg_(c) {
   ST_CHECK(
@@ -71,7 +23,8 @@ LstmLm::LstmLm(const LstmLmConfig& c, Rng& rng) : cfg_(c) {
   rnn_ = std::make_unique<Lstm>(c.emsize, c.hidden, c.layers, c.dropout, rng, seed + 2);
   drop_out_ = std::make_unique<Dropout>(c.dropout, seed + 3);
   if (c.tied) {
-    decoder_ = std::make_unique<TiedDecoder>(encoder_->weight());
+    // Borrows encoder.weight: the embedding's backward, which runs last, announces it.
+    decoder_ = std::make_unique<Linear>(encoder_->weight(), true);
   } else {
     auto linear = std::make_unique<Linear>(c.hidden, c.vocab, true, rng);
     init::uniform(linear->weight().value, 0.1f, rng);
@@ -143,8 +96,13 @@ void LstmLm::set_dropout_calls(uint64_t calls) {
 }
 
 float LmCrossEntropy::forward(Tensor& logits, const Tensor& targets) {
-  ST_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32 && logits.device().is_cpu(),
-           "LmCrossEntropy: expected CPU float32 logits [N, V], got ", logits.str());
+  on_device_ = logits.device().is_cuda();
+  if (on_device_) {
+    logits_ = Tensor();
+    return device_.forward(logits, targets);
+  }
+  ST_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32,
+           "LmCrossEntropy: expected float32 logits [N, V], got ", logits.str());
   const int64_t n = logits.dim(0), v = logits.dim(1);
   ST_CHECK(targets.dtype() == DType::I32 && targets.numel() == n, "LmCrossEntropy: expected ", n,
            " int32 targets, got ", targets.str());
@@ -173,6 +131,7 @@ float LmCrossEntropy::forward(Tensor& logits, const Tensor& targets) {
 }
 
 Tensor LmCrossEntropy::backward(float scale) {
+  if (on_device_) return device_.backward(scale);
   ST_CHECK(logits_.defined(), "LmCrossEntropy::backward called before forward");
   const int64_t n = logits_.dim(0), v = logits_.dim(1);
   const float s = scale / static_cast<float>(n);

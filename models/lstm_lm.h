@@ -23,6 +23,7 @@
 #include "layers/dropout.h"
 #include "layers/embedding.h"
 #include "layers/lstm.h"
+#include "layers/softmax_cross_entropy.h"
 
 namespace st {
 
@@ -66,12 +67,11 @@ class LstmLm : public Layer {
   Tensor backward_cpu(const Tensor& dy) override { return backward(dy); }
 
  private:
-  class TiedDecoder;
   LstmLmConfig cfg_;
   std::unique_ptr<Embedding> encoder_;
   std::unique_ptr<Dropout> drop_in_, drop_out_;
   std::unique_ptr<Lstm> rnn_;
-  LayerPtr decoder_;  // Linear, or TiedDecoder sharing encoder.weight
+  LayerPtr decoder_;  // Linear, tied to encoder.weight with --tied
   BackwardObserver observer_;
   std::string path_;  // observer prefix
   int64_t steps_ = 0, batch_ = 0;
@@ -82,6 +82,8 @@ class LstmLm : public Layer {
 // value as SoftmaxCrossEntropy (tests compare), shaped for [T*B, V] rows with V ~ 10^4:
 // rows in parallel, a vectorised exp, and backward writes the gradient over the logits
 // (no second [T*B, V] buffer, recomputing the exponentials instead of storing them).
+// Logits on a GPU go to SoftmaxCrossEntropy's CUDA kernels (the same function, one warp
+// per row; the gradient is then a new tensor).
 class LmCrossEntropy {
  public:
   // Mean loss over rows; remembers `logits` (not copied) and each row's log-sum-exp.
@@ -93,6 +95,8 @@ class LmCrossEntropy {
  private:
   Tensor logits_, targets_;
   std::vector<float> lse_;  // per row: m + log sum exp(z - m)
+  bool on_device_ = false;  // the last forward ran on CUDA, through device_
+  SoftmaxCrossEntropy device_;
 };
 
 }  // namespace st

@@ -8,9 +8,11 @@
 namespace st {
 
 double grad_norm(const std::vector<Param*>& params) {
-  double squares = 0.0;
-  for (const Param* p : params) squares += sum_squares(p->grad);
-  return std::sqrt(squares);
+  // One reduction per gradient, one wait for all of them on a device.
+  std::vector<Tensor> grads;
+  grads.reserve(params.size());
+  for (const Param* p : params) grads.push_back(p->grad);
+  return std::sqrt(sum_squares(grads));
 }
 
 double clip_grad_norm(const std::vector<Param*>& params, double max_norm) {

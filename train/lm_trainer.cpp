@@ -47,16 +47,19 @@ std::vector<int32_t> prefix(const std::vector<int32_t>& v, int64_t n) {
   return std::vector<int32_t>(v.begin(), v.begin() + n);
 }
 
-// This rank's streams: rank r of P takes streams [r B, (r + 1) B) of a P B-stream batchify.
+// This rank's streams: rank r of P takes streams [r B, (r + 1) B) of a P B-stream
+// batchify, on `device`. The shard stays there for the whole run (a few MB of int32 ids
+// for PTB or WikiText-2), so a training window is a view and no step copies its input.
 Tensor shard(const std::vector<int32_t>& tokens, int64_t per_rank, const Communicator& comm,
-             const std::string& what) {
+             const std::string& what, Device device) {
   Tensor all = batchify(tokens, per_rank * comm.size(), what);
-  return take_streams(all, comm.rank() * per_rank, per_rank);
+  return take_streams(all, comm.rank() * per_rank, per_rank).to(device);
 }
 
-// Mean loss per token over this rank's streams, summed over ranks. The state starts at
-// zero and is carried (detached) from window to window, as in training.
-double evaluate(LstmLm& model, const Tensor& data, int64_t bptt, Device device, int64_t max_windows,
+// Mean loss per token over this rank's streams (`data` on the model's device), summed
+// over ranks. The state starts at zero and is carried (detached) from window to window,
+// as in training.
+double evaluate(LstmLm& model, const Tensor& data, int64_t bptt, int64_t max_windows,
                 Communicator& comm) {
   model.set_training(false);
   model.reset_state();
@@ -66,9 +69,9 @@ double evaluate(LstmLm& model, const Tensor& data, int64_t bptt, Device device, 
   if (max_windows > 0) windows = std::min(windows, max_windows);
   for (int64_t w = 0; w < windows; ++w) {
     BpttWindow win = bptt_window(data, w * bptt, bptt);
-    Tensor logits = model.forward(win.input.to(device));
+    Tensor logits = model.forward(win.input);
     const double n = static_cast<double>(win.target.numel());
-    loss_sum += static_cast<double>(ce.forward(logits, win.target.to(device))) * n;
+    loss_sum += static_cast<double>(ce.forward(logits, win.target)) * n;
     tokens += n;
     model.detach_state();
   }
@@ -154,15 +157,15 @@ class LmTask : public TrainingTask {
     model_.set_training(true);
     w_ = first;
     if (first > 0 && resume_h_.defined())
-      model_.rnn().set_state(resume_h_, resume_c_);
+      model_.rnn().set_state(resume_h_.to(device_), resume_c_.to(device_));
     else
       model_.reset_state();
   }
   bool load_batch() override {
     if (w_ >= windows_) return false;
-    BpttWindow win = bptt_window(train_data_, w_ * lm_.bptt, lm_.bptt);
-    input_ = win.input.to(device_);
-    target_ = win.target.to(device_);
+    BpttWindow win = bptt_window(train_data_, w_ * lm_.bptt, lm_.bptt);  // views on device_
+    input_ = win.input;
+    target_ = win.target;
     ++w_;
     return true;
   }
@@ -228,10 +231,7 @@ void check_options(const TrainConfig& c, const LmOptions& lm) {
 
 Device lm_device(const TrainConfig& c, const NodePlacement& placement) {
   set_num_threads(c.threads);
-  const Device device = parse_device(c.device, placement);
-  ST_CHECK(device.is_cpu(), "--arch lstm runs on the CPU in this build (--device ", c.device,
-           "): the embedding and the tied decoder have no CUDA kernels yet");
-  return device;
+  return parse_device(c.device, placement);
 }
 
 // Data: each rank's contiguous shard of the streams. The model has the same
@@ -243,11 +243,11 @@ LmTask::LmTask(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
       device_((check_options(c, lm), lm_device(c, comm.placement()))),
       corpus_(open_corpus(c.dataset, c.data_dir, lm.max_vocab)),
       train_data_(shard(prefix(corpus_.train, c.train_subset), c.batch_size, comm,
-                        corpus_.name + " train split")),
+                        corpus_.name + " train split", device_)),
       valid_data_(shard(prefix(corpus_.valid, c.test_subset), lm.eval_batch_size, comm,
-                        corpus_.name + " validation split")),
+                        corpus_.name + " validation split", device_)),
       test_data_(shard(prefix(corpus_.test, c.test_subset), lm.eval_batch_size, comm,
-                       corpus_.name + " test split")),
+                       corpus_.name + " test split", device_)),
       vocab_(corpus_.vocab.size()),
       windows_(num_bptt_windows(train_data_.dim(0), lm.bptt)),
       rng_(c.seed),
@@ -261,14 +261,14 @@ LmTask::LmTask(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
 }
 
 TrainingTask::Evaluation LmTask::evaluate(bool epoch_end) {
-  valid_loss = st::evaluate(model_, valid_data_, lm_.bptt, device_, c_.eval_batches, comm_);
+  valid_loss = st::evaluate(model_, valid_data_, lm_.bptt, c_.eval_batches, comm_);
   char summary[96];
   if (!epoch_end) {
     std::snprintf(summary, sizeof summary, "valid loss %.4f ppl %.2f", valid_loss,
                   perplexity(valid_loss));
     return {{}, summary, valid_loss};
   }
-  test_loss = st::evaluate(model_, test_data_, lm_.bptt, device_, c_.eval_batches, comm_);
+  test_loss = st::evaluate(model_, test_data_, lm_.bptt, c_.eval_batches, comm_);
   std::snprintf(summary, sizeof summary, "valid loss %.4f ppl %.2f | test ppl %.2f", valid_loss,
                 perplexity(valid_loss), perplexity(test_loss));
   return {{{"valid_loss", valid_loss},
@@ -378,7 +378,6 @@ LmResult evaluate_lm_checkpoint(const TrainConfig& config, const std::string& ch
            ": not a language-model checkpoint");
   set_num_threads(config.threads);
   const Device device = parse_device(config.device, comm.placement());
-  ST_CHECK(device.is_cpu(), "--arch lstm evaluates on the CPU in this build");
   LmOptions lm;
   lm.layers = static_cast<int>(meta_int(meta, "lm_layers", checkpoint));
   lm.hidden = meta_int(meta, "lm_hidden", checkpoint);
@@ -396,11 +395,12 @@ LmResult evaluate_lm_checkpoint(const TrainConfig& config, const std::string& ch
            " words but ", corpus.name, " gives ", corpus.vocab.size());
   Rng rng(0);
   LstmLm model(model_config(lm, vocab, 0), rng);
-  load_checkpoint(checkpoint, model, nullptr);
+  load_checkpoint(checkpoint, model, nullptr);  // host tensors, copied into the model
+  model.to(device);
   const Tensor test_data = shard(prefix(corpus.test, config.test_subset), lm.eval_batch_size, comm,
-                                 corpus.name + " test split");
+                                 corpus.name + " test split", device);
   LmResult r;
-  r.test_loss = evaluate(model, test_data, lm.bptt, device, config.eval_batches, comm);
+  r.test_loss = evaluate(model, test_data, lm.bptt, config.eval_batches, comm);
   r.test_ppl = perplexity(r.test_loss);
   return r;
 }

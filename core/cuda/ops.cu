@@ -1,5 +1,6 @@
 // CUDA versions of the device-generic ops in core/ops.h. Each runs on the calling
 // thread's current stream for the device that owns the data.
+#include <algorithm>
 #include <cub/device/device_reduce.cuh>
 #include <cuda/std/functional>
 
@@ -23,7 +24,29 @@ __global__ void scale_kernel(float* x, float alpha, int64_t n) {
 struct SquareToDouble {
   __host__ __device__ double operator()(float v) const { return static_cast<double>(v) * v; }
 };
+
+// *out = sum x^2 (device memory), queued on `stream`. Accumulated in double, like the CPU
+// path; CUB's reduction order is fixed, so the result is the same from run to run.
+void sum_squares_into(const float* x, int64_t n, double* out, int dev, cudaStream_t stream) {
+  size_t temp_bytes = 0;
+  ST_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
+      nullptr, temp_bytes, x, out, n, ::cuda::std::plus<double>{}, SquareToDouble{}, 0.0, stream));
+  // The scratch block goes back to the cache on this stream, so it is not reused before
+  // the reduction has run. (A null pointer would make the second call a size query.)
+  Storage scratch(std::max<size_t>(temp_bytes, 1), Device::cuda(dev));
+  ST_CUDA_CHECK(cub::DeviceReduce::TransformReduce(scratch.data(), temp_bytes, x, out, n,
+                                                   ::cuda::std::plus<double>{}, SquareToDouble{},
+                                                   0.0, stream));
+}
+
 }  // namespace
+
+void copy_async(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  const int dev = device_of(dst);
+  DeviceGuard guard(dev);
+  ST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, current_stream(dev)));
+}
 
 void add_inplace(float* dst, const float* src, int64_t n) {
   if (n == 0) return;
@@ -41,26 +64,26 @@ void scale_inplace(float* x, float alpha, int64_t n) {
   ST_CUDA_CHECK_LAUNCH();
 }
 
-double sum_squares(const float* x, int64_t n) {
-  if (n == 0) return 0.0;
-  const int dev = device_of(x);
+std::vector<double> sum_squares_each(const std::vector<const float*>& xs,
+                                     const std::vector<int64_t>& ns, int dev) {
+  ST_CHECK(xs.size() == ns.size(), "sum_squares_each: ", xs.size(), " pointers, ", ns.size(),
+           " sizes");
+  std::vector<double> result(xs.size(), 0.0);
+  if (xs.empty()) return result;
   DeviceGuard guard(dev);
   const cudaStream_t stream = current_stream(dev);
-  // Accumulated in double, like the CPU path; CUB's reduction order is fixed, so the
-  // result is the same from run to run.
-  size_t temp_bytes = 0;
-  ST_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
-      nullptr, temp_bytes, x, static_cast<double*>(nullptr), n, ::cuda::std::plus<double>{},
-      SquareToDouble{}, 0.0, stream));
-  const size_t out_offset = (temp_bytes + 255) / 256 * 256;
-  Storage scratch(out_offset + sizeof(double), Device::cuda(dev));
-  void* temp = scratch.data();
-  double* out = reinterpret_cast<double*>(static_cast<char*>(scratch.data()) + out_offset);
-  ST_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
-      temp, temp_bytes, x, out, n, ::cuda::std::plus<double>{}, SquareToDouble{}, 0.0, stream));
-  double result = 0.0;
-  copy_bytes(&result, Device::cpu(), out, Device::cuda(dev), sizeof(double));
+  Storage out(xs.size() * sizeof(double), Device::cuda(dev));
+  double* slots = static_cast<double*>(out.data());
+  ST_CUDA_CHECK(cudaMemsetAsync(slots, 0, xs.size() * sizeof(double), stream));
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (ns[i] > 0) sum_squares_into(xs[i], ns[i], slots + i, dev, stream);
+  copy_bytes(result.data(), Device::cpu(), slots, Device::cuda(dev), xs.size() * sizeof(double));
   return result;
+}
+
+double sum_squares(const float* x, int64_t n) {
+  if (n == 0) return 0.0;
+  return sum_squares_each({x}, {n}, device_of(x)).front();
 }
 
 }  // namespace st::cuda

@@ -1,6 +1,7 @@
 // Device discovery and raw copies for the CUDA build; replaces core/cuda_disabled.cpp.
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "core/cuda/check.h"
@@ -72,6 +73,24 @@ void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size
   const cudaStream_t stream = context(device).stream();
   ST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
   ST_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void* pinned_alloc(size_t bytes) {
+  void* ptr = nullptr;
+  const cudaError_t err = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // the host cache frees its blocks and retries
+    return nullptr;
+  }
+  ST_CUDA_CHECK(err);
+  return ptr;
+}
+
+void pinned_free(void* ptr) {
+  // Runs from destructors: report, never throw.
+  const cudaError_t err = cudaFreeHost(ptr);
+  if (err != cudaSuccess && err != cudaErrorCudartUnloading)
+    std::fprintf(stderr, "sparsetrain: cudaFreeHost failed: %s\n", cudaGetErrorString(err));
 }
 
 void zero_bytes(void* dst, size_t bytes, int device) {

@@ -129,6 +129,11 @@ Context::~Context() {
   if (cublas_) (void)cublasDestroy(cublas_);
 }
 
+const Stream& Context::copy_stream() {
+  if (!copy_) copy_.emplace(device_);
+  return *copy_;
+}
+
 void Context::synchronize() const {
   ST_CUDA_CHECK(cudaStreamSynchronize(current_));
 }

@@ -1,14 +1,17 @@
 // Streams, events and the per-thread CUDA context layers run on.
 //
 // Each thread owns, per device, a Context: its own non-blocking compute stream (the
-// "current" stream unless a StreamGuard says otherwise) and cuDNN / cuBLAS handles that
-// are re-bound to the current stream whenever they are fetched. Nothing here is shared
+// "current" stream unless a StreamGuard says otherwise), a side stream for input copies,
+// and cuDNN / cuBLAS handles that are re-bound to the current stream whenever they are
+// fetched. Nothing here is shared
 // between threads, so no locks are needed; the only mutable state is thread-local.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+
+#include <optional>
 
 namespace st {
 class Tensor;
@@ -103,6 +106,9 @@ class Context {
   void set_stream(cudaStream_t stream) { current_ = stream; }
   // The thread's own default stream (current unless a StreamGuard replaced it).
   const Stream& default_stream() const { return own_; }
+  // The side stream host-to-device input copies run on (core/upload.h), so they overlap
+  // the compute stream's work; created on first use.
+  const Stream& copy_stream();
   void synchronize() const;
   // Library handles bound to stream(); created on first use.
   cudnnHandle_t cudnn();
@@ -111,6 +117,7 @@ class Context {
  private:
   int device_;
   Stream own_;
+  std::optional<Stream> copy_;
   cudaStream_t current_;
   cudnnHandle_t cudnn_ = nullptr;
   cudaStream_t cudnn_stream_ = nullptr;

@@ -72,6 +72,39 @@ TEST(CudaOps, AddScaleSumSquaresMatchCpu) {
   EXPECT_EQ(sum_squares(Tensor::zeros({0}, DType::F32, kGpu)), 0.0);
 }
 
+// Queued on the current stream without a host wait; what follows on that stream sees it.
+TEST(CudaOps, CopyAsyncOnTheStream) {
+  ST_REQUIRE_CUDA_DEVICE();
+  Rng rng(4);
+  const Tensor a = random_tensor({4099}, rng);
+  const Tensor ga = a.to(kGpu);
+  Tensor gb = Tensor::empty({4099}, DType::F32, kGpu);
+  copy_async(gb, ga);
+  scale_inplace(gb, 2.0f);
+  std::vector<float> want = a.to_vector();
+  for (float& v : want) v *= 2.0f;
+  EXPECT_EQ(gb.to_vector(), want);
+  Tensor host = Tensor::empty({4099});
+  EXPECT_THROW(copy_async(host, ga), Error);  // devices differ
+}
+
+// The gradient-norm form: many tensors, one wait; the same sum as the CPU's, tensor by tensor.
+TEST(CudaOps, SumSquaresOverManyTensorsMatchesCpu) {
+  ST_REQUIRE_CUDA_DEVICE();
+  Rng rng(3);
+  std::vector<Tensor> host, device;
+  for (int64_t n : {1, 0, 513, 70001, 7}) {
+    host.push_back(random_tensor({n}, rng));
+    device.push_back(host.back().to(kGpu));
+  }
+  const double cpu = sum_squares(host), gpu = sum_squares(device);
+  EXPECT_GT(cpu, 0.0);
+  EXPECT_NEAR(gpu, cpu, 1e-9 * cpu);
+  EXPECT_EQ(sum_squares(std::vector<Tensor>{}), 0.0);
+  device.push_back(Tensor::zeros({2}));  // a host tensor among device ones
+  EXPECT_THROW(sum_squares(device), Error);
+}
+
 TEST(CudaStream, EventOrdersStreamsAndTimes) {
   ST_REQUIRE_CUDA_DEVICE();
   cuda::Stream side(0);

@@ -9,9 +9,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "comm/communicator.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 
@@ -218,6 +220,36 @@ TEST(LmTrainer, MissingCorpusFilesAreNamed) {
   c.dataset = "mnist";
   EXPECT_THROW(train_lm(c, small_lm(), *comm), Error);
   fs::remove_all(dir);
+}
+
+// --device cuda is the device's business, as for the image models: without one, both
+// training and checkpoint evaluation stop with the device error, not an LSTM refusal.
+TEST(LmTrainer, WithoutADeviceStopsWithTheDeviceLine) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device exists (lstm_lm_cuda_test runs)";
+  auto comm = make_communicator("local");
+  TrainConfig c = lm_config(fresh_dir("cuda_out"));
+  c.device = "cuda";
+  const std::string expected = cuda_built()
+                                   ? "--device cuda: no CUDA device visible"
+                                   : "--device cuda: this sparsetrain was built without CUDA";
+  auto expect_device_error = [&](const std::function<void()>& run, const char* what) {
+    try {
+      run();
+      ADD_FAILURE() << what << " did not stop";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(expected), std::string::npos) << what << ": " << msg;
+      EXPECT_EQ(msg.find("runs on the CPU"), std::string::npos) << what << ": " << msg;
+    }
+  };
+  expect_device_error([&] { train_lm(c, small_lm(), *comm); }, "training");
+  // A checkpoint from a CPU run, evaluated on the missing GPU.
+  TrainConfig cpu = lm_config(fresh_dir("cuda_ckpt"));
+  cpu.epochs = 1;
+  cpu.max_iters = 2;
+  train_lm(cpu, small_lm(), *comm);
+  expect_device_error(
+      [&] { evaluate_lm_checkpoint(c, cpu.out + "/checkpoint.safetensors", *comm); }, "evaluation");
 }
 
 }  // namespace

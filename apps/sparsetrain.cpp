@@ -119,6 +119,8 @@ void add_train_flags(CLI::App* app, st::TrainConfig& c, st::LmOptions& lm,
       ->capture_default_str();
   app->add_flag("--print-buckets", c.print_buckets,
                 "print the gradient bucket plan (buckets, sizes, parameters in ready order)");
+  app->add_flag("--print-placement", c.print_placement,
+                "every rank prints its rank, host and node-local rank (which GPU it uses)");
   app->add_flag("--sync-bn", c.sync_bn,
                 "BatchNorm batch statistics over all ranks (synchronised), not per rank");
   app->add_flag_callback(

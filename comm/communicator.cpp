@@ -1,5 +1,8 @@
 #include "comm/communicator.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 
 #include "comm/local_communicator.h"
@@ -57,6 +60,15 @@ void Communicator::check_same_on_all_ranks(int64_t value, const std::string& wha
   for (int r = 1; r < size(); ++r)
     ST_CHECK(v[r] == v[0], what, " differs between ranks: rank 0 has ", v[0], ", rank ", r, " has ",
              v[r]);
+}
+
+std::string describe_placement(const Communicator& comm) {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "?");
+  const NodePlacement p = comm.placement();
+  return "placement: rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
+         " on host " + host + ", node-local rank " + std::to_string(p.local_rank) + " of " +
+         std::to_string(p.local_size);
 }
 
 bool launched_by_mpi() {

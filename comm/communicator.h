@@ -68,6 +68,10 @@ class Communicator {
 // "mpi", "local", "nccl" force a backend; errors name the backend and the reason.
 std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto");
 
+// One line saying where this process runs: its rank, the host name and its node-local
+// rank (--print-placement; the emulated multi-host test reads it).
+std::string describe_placement(const Communicator& comm);
+
 // True when this process was started by an MPI launcher (mpirun, srun).
 bool launched_by_mpi();
 

@@ -53,10 +53,11 @@ struct TrainConfig {
   std::string comm = "auto";    // auto | mpi | nccl | local
   double bucket_cap_mb = 25.0;  // a huge value gives one whole-model bucket
   double first_bucket_mb = 1.0;
-  bool overlap = true;         // false: exchange everything after backward (baseline)
-  bool sync_bn = false;        // BatchNorm batch statistics over all ranks (else per rank)
-  bool print_buckets = false;  // print the gradient bucket plan at start
-  std::string trace;           // Chrome-trace JSON path ("" = off)
+  bool overlap = true;           // false: exchange everything after backward (baseline)
+  bool sync_bn = false;          // BatchNorm batch statistics over all ranks (else per rank)
+  bool print_buckets = false;    // print the gradient bucket plan at start
+  bool print_placement = false;  // every rank prints its host and node-local rank at start
+  std::string trace;             // Chrome-trace JSON path ("" = off)
   // sparsification (the bucket hook; "none" = plain dense allreduce hook)
   std::string sparsifier = "none";
   double density = 0.01;

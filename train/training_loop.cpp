@@ -251,6 +251,9 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   reducer_ = std::make_unique<Reducer>(flat_, comm_, hook, reducer_options(c_, task_));
   if (c_.sync_bn) install_sync_bn(true);
   if (c_.print_buckets && leader_) std::fputs(reducer_->describe_plan().c_str(), stderr);
+  if (c_.print_placement)
+    std::fprintf(stderr, "%s, device %s\n", describe_placement(comm_).c_str(),
+                 task_.device().str().c_str());
   if (leader_) fs::create_directories(c_.out);
   ckpt_path_ = (fs::path(c_.out) / "checkpoint.safetensors").string();
   if (!c_.resume.empty()) resume();

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Emulates a small cluster on one machine: N hosts, each a network namespace with its own
+# address (10.211.0.x on a shared bridge) and its own host name (a UTS namespace per
+# launched process tree), so mpirun starts ranks "remotely" exactly as on real nodes, with
+# this script as its remote launch agent instead of ssh. mpirun itself runs inside the
+# first host. The namespaces are removed afterwards, also on failure or Ctrl-C.
+#   scripts/emulated_hosts.sh N -- mpirun-arguments...
+# runs: mpirun --hostfile <N hosts, slots=64> --mca plm_rsh_agent <this script> \
+#         --mca oob_tcp_if_include / btl_tcp_if_include <the emulated subnet> arguments...
+# Host i (1-based) is called st-host<i> and has address 10.211.0.<i>. Needs root.
+# Internal use (the launch agent): scripts/emulated_hosts.sh --agent RUN HOST COMMAND-STRING
+set -euo pipefail
+subnet=10.211.0
+tag=st_eh
+
+if [[ ${1:-} == --agent ]]; then
+  # mpirun calls the agent like ssh: host, then the remote command as one string.
+  run=$2 host=$3
+  shift 3
+  i=${host##*.}
+  [[ $host == "$subnet.$i" && $i =~ ^[0-9]+$ ]] || { echo "emulated_hosts: unknown host $host" >&2; exit 255; }
+  ns=${run}_$i
+  ip netns list | grep -q "^$ns\b" || { echo "emulated_hosts: no namespace $ns" >&2; exit 255; }
+  exec ip netns exec "$ns" unshare --uts sh -c "hostname st-host$i && $*"
+fi
+
+if [[ $# -lt 2 || $2 != "--" ]]; then
+  echo "usage: $0 N -- mpirun-arguments..." >&2
+  exit 2
+fi
+n=$1
+shift 2
+[[ $n =~ ^[0-9]+$ && $n -ge 1 && $n -le 16 ]] || { echo "emulated_hosts: N must be 1..16, got $n" >&2; exit 2; }
+[[ $(id -u) -eq 0 ]] || { echo "emulated_hosts: needs root (ip netns, unshare)" >&2; exit 2; }
+self=$(realpath "$0")
+run=${tag}$$
+# A SIGKILL skips the trap below: remove what earlier runs that no longer exist left behind.
+for stale in $(ip netns list 2>/dev/null | awk -v t="$tag" '$1 ~ "^"t"[0-9]+_" {print $1}'); do
+  pid=${stale#"$tag"}
+  kill -0 "${pid%%_*}" 2>/dev/null || ip netns del "$stale" 2>/dev/null || true
+done
+ip link del "${run}_br" 2>/dev/null || true
+tmp=$(mktemp -d)
+cleanup() {
+  for ((i = 1; i <= n; i++)); do ip netns del "${run}_$i" 2>/dev/null || true; done
+  ip link del "${run}_br" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+# One bridge in the root namespace joins every host's veth: a switched LAN.
+ip link add "${run}_br" type bridge
+ip link set "${run}_br" up
+for ((i = 1; i <= n; i++)); do
+  ns=${run}_$i
+  ip netns add "$ns"
+  ip link add "${run}h$i" type veth peer name eth0 netns "$ns"
+  ip link set "${run}h$i" master "${run}_br" up
+  ip -n "$ns" addr add "$subnet.$i/24" dev eth0
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link set eth0 up
+  echo "$subnet.$i slots=64" >>"$tmp/hostfile"
+done
+ip netns exec "${run}_1" unshare --uts sh -c 'hostname st-host1 && exec "$@"' sh \
+  mpirun --allow-run-as-root --hostfile "$tmp/hostfile" --mca plm_rsh_agent "$self --agent $run" \
+  --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" "$@"

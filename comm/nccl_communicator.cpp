@@ -3,11 +3,21 @@
 // the launcher). Each collective runs on the communicator's own stream and completes
 // before the call returns, matching the MPI backend's blocking contract; the reducer
 // orders it after the gradients by waiting on an event from the compute stream first.
+//
+// Failures end the whole job, as on the MPI path: an NCCL error, or a peer that died (NCCL
+// reports it as the communicator's asynchronous error while the stream waits), aborts the
+// NCCL communicator (ncclCommAbort: no other rank stays blocked in it) and throws an error
+// naming this rank; the program's handler then prints it and calls MPI_Abort. The wait
+// polls the stream and that error with the MPI path's back-off instead of blocking in the
+// driver, which could never notice a dead peer.
+#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstring>
+#include <string>
 
 #include "comm/mpi_communicator.h"
+#include "comm/mpi_wait.h"
 #include "core/cuda/check.h"
 #include "core/cuda/stream.h"
 
@@ -49,7 +59,7 @@ class NcclCommunicator : public Communicator {
   NcclCommunicator() : mpi_(std::make_unique<MpiCommunicator>()) {
     const int devices = cuda_device_count();
     ST_CHECK(devices > 0, "NCCL backend: rank ", mpi_->rank(), " sees no CUDA device");
-    device_ = mpi_->rank() % devices;
+    device_ = local_gpu(mpi_->placement(), devices);
     cuda::DeviceGuard guard(device_);
     stream_ = std::make_unique<cuda::Stream>(device_);
     ncclUniqueId id{};
@@ -65,6 +75,7 @@ class NcclCommunicator : public Communicator {
     wait_idle();
     if (comm_) ncclCommDestroy(comm_);
   }
+  NodePlacement placement() const override { return mpi_->placement(); }
 
   std::string backend() const override { return "nccl"; }
   int rank() const override { return mpi_->rank(); }
@@ -73,9 +84,9 @@ class NcclCommunicator : public Communicator {
   void allreduce(Tensor& t, ReduceOp op) override {
     require_cuda(t, "allreduce");
     cuda::DeviceGuard guard(device_);
-    ST_NCCL_CHECK(ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
-                                nccl_type(t.dtype()), nccl_op(op), comm_, stream_->get()));
-    stream_->synchronize();
+    check("ncclAllReduce", ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
+                                         nccl_type(t.dtype()), nccl_op(op), comm_, stream_->get()));
+    wait("allreduce");
   }
   void allgather(const Tensor& in, Tensor& out) override {
     require_cuda(in, "allgather");
@@ -83,9 +94,9 @@ class NcclCommunicator : public Communicator {
     ST_CHECK(out.numel() == in.numel() * size(), "NCCL allgather: output ", out.str(),
              " cannot hold ", size(), " x ", in.str());
     cuda::DeviceGuard guard(device_);
-    ST_NCCL_CHECK(ncclAllGather(in.raw(), out.raw(), static_cast<size_t>(in.numel()),
-                                nccl_type(in.dtype()), comm_, stream_->get()));
-    stream_->synchronize();
+    check("ncclAllGather", ncclAllGather(in.raw(), out.raw(), static_cast<size_t>(in.numel()),
+                                         nccl_type(in.dtype()), comm_, stream_->get()));
+    wait("allgather");
   }
   // NCCL has no allgatherv: each rank broadcasts its part into place, grouped.
   void allgatherv(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override {
@@ -97,22 +108,23 @@ class NcclCommunicator : public Communicator {
     const size_t elem = dtype_size(in.dtype());
     char* base = static_cast<char*>(out.raw());
     int64_t offset = 0;
-    ST_NCCL_CHECK(ncclGroupStart());
+    check("ncclGroupStart", ncclGroupStart());
     for (int r = 0; r < size(); ++r) {
       const void* send = r == rank() ? in.raw() : nullptr;
-      ST_NCCL_CHECK(ncclBroadcast(send, base + offset * elem, static_cast<size_t>(counts[r]),
-                                  nccl_type(in.dtype()), r, comm_, stream_->get()));
+      check("ncclBroadcast",
+            ncclBroadcast(send, base + offset * elem, static_cast<size_t>(counts[r]),
+                          nccl_type(in.dtype()), r, comm_, stream_->get()));
       offset += counts[r];
     }
-    ST_NCCL_CHECK(ncclGroupEnd());
-    stream_->synchronize();
+    check("ncclGroupEnd", ncclGroupEnd());
+    wait("allgatherv");
   }
   void broadcast(Tensor& t, int root) override {
     require_cuda(t, "broadcast");
     cuda::DeviceGuard guard(device_);
-    ST_NCCL_CHECK(ncclBroadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
-                                nccl_type(t.dtype()), root, comm_, stream_->get()));
-    stream_->synchronize();
+    check("ncclBroadcast", ncclBroadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
+                                         nccl_type(t.dtype()), root, comm_, stream_->get()));
+    wait("broadcast");
   }
   void barrier() override { mpi_->barrier(); }
   std::vector<std::string> gather_bytes(const std::string& mine, int root) override {
@@ -120,6 +132,31 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
+  // Aborts the NCCL communicator, so no peer stays blocked in it, and throws naming the rank.
+  [[noreturn]] void fail(const std::string& call, const std::string& why) {
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+    ST_THROW("NCCL ", call, " failed on rank ", rank(), " of ", size(), ": ", why,
+             " (NCCL communicator aborted)");
+  }
+  void check(const char* call, ncclResult_t r) {
+    if (r != ncclSuccess && r != ncclInProgress) fail(call, ncclGetErrorString(r));
+  }
+  // Until the stream has finished: a device error or NCCL's asynchronous error (a dead
+  // peer, a broken connection) ends the wait with fail().
+  void wait(const char* what) {
+    const Backoff backoff;
+    for (int64_t polls = 0;; ++polls) {
+      const cudaError_t state = cudaStreamQuery(stream_->get());
+      if (state == cudaSuccess) return;
+      if (state != cudaErrorNotReady) fail(what, cudaGetErrorString(state));
+      ncclResult_t async = ncclSuccess;
+      check("ncclCommGetAsyncError", ncclCommGetAsyncError(comm_, &async));
+      check(what, async);
+      backoff.pause_for(polls);  // spins, yields or sleeps
+    }
+  }
+
   std::unique_ptr<MpiCommunicator> mpi_;
   int device_ = 0;
   std::unique_ptr<cuda::Stream> stream_;

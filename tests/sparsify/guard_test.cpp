@@ -220,5 +220,20 @@ TEST(GuardCatches, AMethodReadingTheBucketTensor) {
   EXPECT_GT(differ, 0) << "the guard missed a direct read of the bucket tensor";
 }
 
+// A bulk::Ops call added to CpuOps without its override in GuardedOps reaches memory
+// outside any guarded call: that is an error naming the gap, not a silent pass.
+TEST(GuardCatches, ACallWithoutItsGuardedOverride) {
+  struct Unwrapped : GuardedOps {
+    float first(const bulk::Buffer& b) { return f32(b)[0]; }  // a pass with no Scope
+  } ops;
+  bulk::Buffer b;
+  const float one = 1.0f;
+  ops.upload(&one, bulk::Elem::F32, 1, b);
+  EXPECT_THROW(ops.first(b), Error);
+  float back = 0.0f;
+  ops.download(b, 0, 1, &back);
+  EXPECT_EQ(back, 1.0f);
+}
+
 }  // namespace
 }  // namespace st::test

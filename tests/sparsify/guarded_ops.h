@@ -8,8 +8,12 @@
 // So code that goes through bulk::Ops gets exactly the plain CPU results, and code that
 // reads a buffer's or a wrapped tensor's memory behind the interface reads poison (a
 // different result, or a crash on a poisoned index), while its direct writes are undone
-// at the next call. The guard tests compare a run on GuardedOps with one on CpuOps bit
-// for bit.
+// at the next call. host_memory() gives null, so host forms of methods that are not
+// device-ready run on copies. The guard tests compare a run on GuardedOps with one on
+// CpuOps bit for bit.
+//
+// Every bulk::Ops call needs its override here (a scope around the CpuOps call): a call
+// without one reaches CpuOps::memory() outside any scope, which throws naming the gap.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,7 @@
 
 namespace st::test {
 
-class GuardedOps : public bulk::Ops {
+class GuardedOps : public bulk::CpuOps {
  public:
   using Buffer = bulk::Buffer;
   using Elem = bulk::Elem;
@@ -65,6 +69,7 @@ class GuardedOps : public bulk::Ops {
   bool same_bits(const Buffer& a, const Buffer& b) override;
   std::vector<int64_t> segment_counts(const Buffer& idx, int64_t begin, int64_t count,
                                       const std::vector<int64_t>& segments) override;
+  void* host_memory(const Buffer&) override { return nullptr; }
 
   // Calls that restored and re-poisoned memory so far (the tests check the guard ran).
   int64_t guarded_calls() const { return calls_; }
@@ -77,8 +82,9 @@ class GuardedOps : public bulk::Ops {
     std::vector<uint8_t> shadow;
     Tensor wrapped;  // the bucket tensor behind it (wrap()), else undefined
   };
-  // Restores the given buffers' allocations on construction; saves and poisons them (and
-  // whatever they point to after the call) on destruction.
+  // One call: restores the memory of the buffers it is given; at its end saves and
+  // poisons them (and whatever memory they hold after the call). Calls that CpuOps makes
+  // inside a call (resize, offset_indices, ...) nest: their buffers join the outer call's.
   class Scope {
    public:
     Scope(GuardedOps& g, std::initializer_list<const Buffer*> bufs);
@@ -89,15 +95,18 @@ class GuardedOps : public bulk::Ops {
    private:
     GuardedOps& g_;
     std::vector<const Buffer*> bufs_;
-    std::vector<Alloc*> restored_;
   };
 
   // The allocation holding b's memory, registered on first sight (null: no memory).
   Alloc* find(const Buffer& b);
+  void restore(Alloc* a);
   static void poison(Tensor& t);
+  // CpuOps reaches memory only here: outside a call that is a call without its override.
+  void* memory(const Buffer& b) override;
 
-  bulk::CpuOps inner_;
   std::map<uintptr_t, Alloc> allocs_;  // by base address
+  std::vector<Alloc*> restored_;       // in the current call
+  int depth_ = 0;                      // nesting of the current call
   int64_t calls_ = 0;
 };
 

@@ -17,6 +17,10 @@ class HardThreshold : public Sparsifier {
   std::string name() const override { return "hard_threshold"; }
   ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
   bool sends_at_least_one() const override { return false; }
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
+  // The host form: select_on() through the CPU implementation (sparsify/host_select.h).
   void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
   // lambda of the bucket (a function of k only, so equal on every rank).
   double state_signature(int bucket) const override;

@@ -30,6 +30,10 @@ class Micro : public Sparsifier {
   std::string name() const override { return "micro"; }
   ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
   bool partitioned() const override { return true; }
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
+  // The host form: select_on() through the CPU implementation (sparsify/host_select.h).
   void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
   void observe(const ExchangeFeedback& feedback) override;
   double state_signature(int bucket) const override;

@@ -21,6 +21,7 @@
 #include "core/device.h"
 #include "core/tensor.h"
 #include "sparsify/partition_math.h"
+#include "sparsify/sidco_moments.h"
 
 namespace st {
 class Communicator;
@@ -155,6 +156,29 @@ class Ops {
   // at 0. Host values (tensor scope's per-tensor feedback).
   virtual std::vector<int64_t> segment_counts(const Buffer& idx, int64_t begin, int64_t count,
                                               const std::vector<int64_t>& segments) = 0;
+
+  // --- Threshold-family extras (SIDCo's multi-stage estimate, sparsify/sidco_fit.h) ---
+  // Both passes below reduce over fixed blocks of kMomentBlock elements counted from
+  // r.begin, each block summed in float (SIMD lanes), the blocks added in double in block
+  // order (sidco::Moments::add), so one implementation gives the same bits for any thread
+  // count. Implementations may differ from one another in the last bits of the sums
+  // (CUDA adds in another order); count and min are exact everywhere.
+  static constexpr int64_t kMomentBlock = 1 << 15;
+  // Moments of a = |x| over r:
+  //   tau < 0, log_scale > 0: sumlog = sum sidco::log_term(x, log_scale), summed in double
+  //                           inside each block; the other fields are unspecified
+  //   tau < 0:                count = r.size(), sum a, sumsq a^2 (min unspecified)
+  //   tau >= 0:               count, sum, sumsq and min over the strict exceedances
+  //                           a > tau (min = +inf when there are none); sumlog = 0
+  virtual sidco::Moments exceed_moments(const Buffer& x, part::Range r, float tau,
+                                        double log_scale) = 0;
+  // exceed_moments(x, r, tau, 0) for tau >= 0 and, in the same pass, the exceedances
+  // compacted in ascending order of i: out_vals = x[i] (signed), out_idx = pos[i] when
+  // `pos` is given (I32, mapping positions of x to bucket positions: x is then an earlier
+  // compaction's out_vals), i otherwise, for every i in r with |x[i]| > tau. out_idx and
+  // out_vals must not alias x or pos. The compaction is exact on every implementation.
+  virtual sidco::Moments exceed_compact(const Buffer& x, part::Range r, float tau,
+                                        const Buffer* pos, Buffer& out_idx, Buffer& out_vals) = 0;
 
  protected:
   // Implementations reach memory through these (a Buffer's size is in elements).

@@ -65,7 +65,15 @@ class CpuOps : public Ops {
                                       const std::vector<int64_t>& segments) override;
 
   // --- Threshold-family extras (sp1; defined in cpu_ops_threshold.cpp) ---
+  sidco::Moments exceed_moments(const Buffer& x, part::Range r, float tau,
+                                double log_scale) override;
+  sidco::Moments exceed_compact(const Buffer& x, part::Range r, float tau, const Buffer* pos,
+                                Buffer& out_idx, Buffer& out_vals) override;
 
+ private:
+  std::vector<std::vector<int32_t>> block_hits_;  // exceed_compact: each block's hits
+
+ public:
   // --- Quantisation, transforms, dense algebra (sp2; defined in cpu_ops_quant.cpp) ---
 
  protected:

@@ -49,6 +49,11 @@ void upload_selection(bulk::Ops& ops, const Selection& sel, DeviceSelection& out
 
 }  // namespace
 
+void Sparsifier::select(const SelectContext&, const float*, int64_t, Selection&) {
+  ST_THROW("--sparsifier ", name(),
+           " has no host form of select(); it selects through select_on()");
+}
+
 void Sparsifier::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                            DeviceSelection& out) {
   check_cpu(ops, *this);

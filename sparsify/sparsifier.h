@@ -139,8 +139,10 @@ class Sparsifier {
   // Does the rule promise at least one element per rank and bucket (MiCRO, Top-k)?
   virtual bool sends_at_least_one() const { return true; }
   // Selects on x (gradient plus residual) of one bucket. For LeaderIndices only the
-  // leader's selection is used; the others may leave `out` empty.
-  virtual void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) = 0;
+  // leader's selection is used; the others may leave `out` empty. The host form: a
+  // device-ready method implements select_on() instead and need not provide it (the
+  // default throws).
+  virtual void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out);
   // The device-ready form of select(): x (x.size() == n) and the result stay behind `ops`,
   // so the same code runs on CPU and CUDA buckets. Methods that implement it return true
   // from device_ready(); the default adapts select() on CPU buffers only.

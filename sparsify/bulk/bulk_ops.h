@@ -76,8 +76,8 @@ struct QuantSpec {
   QuantKind kind = QuantKind::Qsgd;
   int64_t chunk = 0;
   std::vector<int64_t> starts;
-  int32_t levels = 1;  // QSGD s
-  float clip = 0;      // TernGrad c (<= 0: off)
+  int32_t levels = 1;             // QSGD s
+  float clip = 0;                 // TernGrad c (<= 0: off)
   uint64_t seed = 0, stream = 0;  // Philox key of the stochastic rounding (QSGD, TernGrad)
   // Bits of one code: QSGD sign + ceil(log2(s + 1)), TernGrad 2, Sign 1.
   int bits() const {

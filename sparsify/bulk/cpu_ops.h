@@ -105,13 +105,12 @@ class CpuOps : public Ops {
             int64_t c_off) override;
 
  private:
-  struct FftCache;                  // FFTW plans by length (cpu_ops_quant.cpp)
-  std::shared_ptr<FftCache> fft_;  // made on the first transform
+  struct FftCache;                                // FFTW plans by length (cpu_ops_quant.cpp)
+  std::shared_ptr<FftCache> fft_;                 // made on the first transform
   std::vector<std::vector<int32_t>> range_hits_;  // topk_abs_ranges / vgc_test: per-part hits
   std::vector<float> range_cut_;
 
  public:
-
  protected:
   // The typed memory of a buffer (null when it has no storage yet).
   static float* f32(Buffer& b);

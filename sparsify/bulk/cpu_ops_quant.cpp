@@ -138,8 +138,8 @@ struct CpuOps::FftCache {
 
 void CpuOps::dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) {
   const int64_t n = x.size();
-  ST_CHECK(u.size() == n && v.size() == n && seen.size() == n, "bulk::Ops::dgc_momentum: x of ",
-           n, " elements, state of ", u.size(), ", ", v.size(), ", ", seen.size());
+  ST_CHECK(u.size() == n && v.size() == n && seen.size() == n, "bulk::Ops::dgc_momentum: x of ", n,
+           " elements, state of ", u.size(), ", ", v.size(), ", ", seen.size());
   const float* xp = f32(x);
   float* up = f32(u);
   float* acc = f32(v);
@@ -307,8 +307,8 @@ void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffe
 void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& words,
                         int64_t scales_at, Buffer& values) {
   const int64_t n = codes.size(), groups = q.groups(n);
-  ST_CHECK(scales_at >= 0 && scales_at + groups <= words.size(), "bulk::Ops::dequantize: ",
-           groups, " scales from ", scales_at, " of ", words.size(), " words");
+  ST_CHECK(scales_at >= 0 && scales_at + groups <= words.size(), "bulk::Ops::dequantize: ", groups,
+           " scales from ", scales_at, " of ", words.size(), " words");
   const int bits = q.bits();
   resize(values, Elem::F32, n);
   const uint32_t* cp = u32(storage(codes));
@@ -364,8 +364,7 @@ void CpuOps::pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at)
   }
 }
 
-void CpuOps::unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits,
-                         Buffer& codes) {
+void CpuOps::unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits, Buffer& codes) {
   ST_CHECK(bits >= 1 && bits <= 32, "bulk::Ops::unpack_bits: ", bits, " bits per code");
   const int64_t nw = (count * bits + 31) / 32;
   ST_CHECK(at >= 0 && count >= 0 && at + nw <= words.size(), "bulk::Ops::unpack_bits: ", count,
@@ -438,9 +437,10 @@ void CpuOps::rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer& 
   const float* xp = f32(x);
   float* cp = f32(coef);
   for (const FftPiece& p : pieces)
-    ST_CHECK(p.begin >= 0 && p.begin + p.len <= x.size() && p.coef + 2 * (p.len / 2 + 1) <= coef.size(),
-             "bulk::Ops::rfft: piece [", p.begin, ", +", p.len, ") -> ", p.coef, " outside ",
-             x.size(), " / ", coef.size());
+    ST_CHECK(
+        p.begin >= 0 && p.begin + p.len <= x.size() && p.coef + 2 * (p.len / 2 + 1) <= coef.size(),
+        "bulk::Ops::rfft: piece [", p.begin, ", +", p.len, ") -> ", p.coef, " outside ", x.size(),
+        " / ", coef.size());
   const int64_t np = static_cast<int64_t>(pieces.size());
   FftCache& cache = *fft_;
 #pragma omp parallel for schedule(dynamic) if (np > 1)
@@ -463,7 +463,8 @@ void CpuOps::irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buff
   const float* cp = f32(coef);
   float* op = f32(out);
   for (const FftPiece& p : pieces)
-    ST_CHECK(p.begin >= 0 && p.begin + p.len <= out.size() && p.coef + 2 * (p.len / 2 + 1) <= coef.size(),
+    ST_CHECK(p.begin >= 0 && p.begin + p.len <= out.size() &&
+                 p.coef + 2 * (p.len / 2 + 1) <= coef.size(),
              "bulk::Ops::irfft: piece [", p.begin, ", +", p.len, ") <- ", p.coef, " outside ",
              out.size(), " / ", coef.size());
   const int64_t np = static_cast<int64_t>(pieces.size());
@@ -493,8 +494,7 @@ void CpuOps::sq_magnitudes(const Buffer& coef, Buffer& mag) {
   for (int64_t j = 0; j < nc; ++j) m[j] = c[2 * j] * c[2 * j] + c[2 * j + 1] * c[2 * j + 1];
 }
 
-float CpuOps::topk_abs_ranges(const Buffer& x, const std::vector<TopkRange>& ranges,
-                              Buffer& out) {
+float CpuOps::topk_abs_ranges(const Buffer& x, const std::vector<TopkRange>& ranges, Buffer& out) {
   const float* xp = f32(x);
   int64_t total = 0, last = 0;
   for (const TopkRange& r : ranges) {
@@ -536,8 +536,7 @@ void CpuOps::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
            "bulk::Ops::gemm: ", m, "x", k, " times ", k, "x", n, " outside buffers of ", A.size(),
            ", ", B.size(), ", ", C.size());
   if (m == 0 || n == 0) return;
-  cpu::gemm(trans_a, trans_b, m, n, k, alpha, f32(A) + a_off, f32(B) + b_off, beta,
-            f32(C) + c_off);
+  cpu::gemm(trans_a, trans_b, m, n, k, alpha, f32(A) + a_off, f32(B) + b_off, beta, f32(C) + c_off);
 }
 
 }  // namespace st::bulk

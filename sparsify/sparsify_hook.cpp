@@ -507,7 +507,7 @@ void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, 
   const bool transform = sp.transform_domain();
   Laps lap;
   if (sel.values.size() != sel.indices.size()) {
-    ST_CHECK(!transform && !sp.packs(), sp.name(), ": select() gave ", sel.indices.size(),
+    ST_CHECK(!transform && !sp.packs(), sp.name(), ": select_on() gave ", sel.indices.size(),
              " indices but ", sel.values.size(), " values");
     ops.gather(b.x, sel.indices, sel.values);
   }

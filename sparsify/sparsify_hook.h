@@ -26,7 +26,7 @@ namespace st {
 // One bucket at one iteration: the sp_* statistics of the metrics log (docs/SPARSIFIERS.md).
 // Phases, each wall time on the communication thread, never overlapping:
 //   ef_ms      x = grad + residual (error feedback)
-//   select_ms  Sparsifier::select (partition_ms and estimate_ms are parts of it when the
+//   select_ms  Sparsifier::select_on (partition_ms and estimate_ms are parts of it when the
 //              method times them)
 //   pack_ms    building the messages from the selection (padding indices, gathering x
 //              at the result positions, PowerSGD's second message)
@@ -73,7 +73,7 @@ class SparsifyHook : public BucketHook {
   // The --sp keys the hook reads for every method (scope, min_tensor); the registry
   // accepts them next to each method's own keys.
   static const std::vector<SpKey>& keys();
-  // Tensor scope: select() runs once per tensor as its own selection unit, with this id
+  // Tensor scope: select_on() runs once per tensor as its own selection unit, with this id
   // as SelectContext::bucket (per-tensor rule state) and k = floor(d * tensor size).
   static int unit_id(int bucket, size_t segment) {
     return bucket * kUnitsPerBucket + static_cast<int>(segment);

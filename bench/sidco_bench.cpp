@@ -2,7 +2,7 @@
 // (Wang et al., HPDC 2020) on one ResNet-50-sized buffer (25,557,032 floats), against one
 // streaming pass over it and against exact Top-k (select::topk_abs). One JSON object per
 // line; times are medians over --reps runs after one warm-up.
-//   sidco_bench [--reps R] [--threads T] [--n N] [--density D] [--fft-reps R]
+//   sidco_bench [--reps R] [--threads T] [--n N] [--density D] [--fft-reps R (0: no FFT)]
 // The buffer is gradient-like: normal * |normal| * 0.01 (heavy tails), Philox-seeded.
 // FFT layouts: "bucket" (one transform of all n; 25,557,032 = 8 x 3,194,629, a large prime
 // factor), "block65536" (pieces of 2^16), "resnet50" (per tensor: ResNet-50's parameter
@@ -19,6 +19,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "models/registry.h"
+#include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/fft.h"
 #include "sparsify/kernels/select_cpu.h"
 #include "sparsify/sidco_fit.h"
@@ -91,22 +92,29 @@ int main(int argc, char** argv) {
       static_cast<long long>(n), density, topk_ms, topk_ms / pass_ms);
   std::fflush(stdout);
 
-  // SIDCo: estimate + strict selection, each variant and stage count.
+  // SIDCo: estimate + strict selection through the CPU implementation of bulk::Ops on the
+  // buffer wrapped without a copy, each variant and stage count (5 stages compact the
+  // exceedances for the later passes).
+  st::bulk::CpuOps ops;
+  st::Tensor xt = st::Tensor::from_vector(x, {n});
+  const st::bulk::Buffer xb = ops.wrap(xt);
+  st::bulk::Buffer selected;
   for (auto v : {st::sidco::Variant::E, st::sidco::Variant::P, st::sidco::Variant::GP})
-    for (int m : {1, 2, 3}) {
+    for (int m : {1, 2, 3, 5}) {
       st::sidco::Workspace ws;
       st::sidco::Estimate e;
       const double ms = median_ms(reps, [&] {
-        e = st::sidco::estimate(x.data(), n, v, m, density, ws);
-        st::sidco::select_above(x.data(), n, e, ws, out);
+        e = st::sidco::estimate(ops, xb, v, m, density, ws);
+        st::sidco::select_above(ops, xb, e, ws, selected);
       });
       std::printf(
           "{\"bench\":\"sidco\",\"variant\":\"%s\",\"stages\":%d,\"n\":%lld,\"density\":%g,"
           "\"ms\":%.3f,\"x_stream_pass\":%.2f,\"x_topk\":%.3f,\"achieved_over_target\":%.3f}\n",
           st::sidco::variant_name(v), m, static_cast<long long>(n), density, ms, ms / pass_ms,
-          ms / topk_ms, static_cast<double>(out.size()) / std::max<int64_t>(k, 1));
+          ms / topk_ms, static_cast<double>(selected.size()) / std::max<int64_t>(k, 1));
       std::fflush(stdout);
     }
+  if (fft_reps <= 0) return 0;  // --fft-reps 0: SIDCo only
 
   // FFT sparsifier: select (R2C, magnitudes, top fraction, range-float quantise, pack) and
   // decode (C2R / N), at the same kept fraction (1 - theta = density).
@@ -136,14 +144,25 @@ int main(int argc, char** argv) {
       st::SelectContext ctx;
       ctx.density = density;
       ctx.segments = segments;
+      // Through the CPU implementation of bulk::Ops, x wrapped without a copy.
+      st::bulk::CpuOps fops;
+      st::Tensor xf = st::Tensor::from_vector(x, {n});
+      const st::bulk::Buffer xfb = fops.wrap(xf);
+      st::DeviceSelection dsel;
+      const double sel_ms = median_ms(fft_reps, [&] { fft.select_on(fops, ctx, xfb, dsel); });
       st::Selection sel;
-      const double sel_ms = median_ms(fft_reps, [&] {
-        sel.clear();
-        fft.select(ctx, x.data(), n, sel);
-      });
-      std::vector<float> coef(fft.domain_size(ctx, n), 0.0f), y(n);
+      sel.indices.resize(static_cast<size_t>(dsel.indices.size()));
+      sel.values.resize(static_cast<size_t>(dsel.values.size()));
+      sel.packed.resize(static_cast<size_t>(dsel.packed.size()));
+      fops.download(dsel.indices, 0, dsel.indices.size(), sel.indices.data());
+      fops.download(dsel.values, 0, dsel.values.size(), sel.values.data());
+      const int64_t dn = fft.domain_size(ctx, n);
+      std::vector<float> coef(dn, 0.0f), y(n);
       for (size_t j = 0; j < sel.indices.size(); ++j) coef[sel.indices[j]] = sel.values[j];
-      const double dec_ms = median_ms(fft_reps, [&] { fft.decode(ctx, coef.data(), n, y.data()); });
+      st::bulk::Buffer cb, yb;
+      fops.upload(coef.data(), st::bulk::Elem::F32, dn, cb);
+      const double dec_ms = median_ms(fft_reps, [&] { fft.decode_on(fops, ctx, cb, n, yb); });
+      fops.download(yb, 0, n, y.data());
       double err = 0, ref = 0;
       for (int64_t i = 0; i < n; ++i) {
         err += static_cast<double>(y[i] - x[i]) * (y[i] - x[i]);

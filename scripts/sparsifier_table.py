@@ -27,13 +27,14 @@ def cite(paper):
 
 
 def table(listing):
-    """Markdown: one row per method, then one row per --sp key."""
+    """Markdown: one row per method (its exchange and the devices it runs on), then one row
+    per --sp key."""
     methods = listing["sparsifiers"]
-    lines = ["| `--sparsifier` | summary | paper | exchange |", "|---|---|---|---|"]
+    lines = ["| `--sparsifier` | summary | paper | exchange | device |", "|---|---|---|---|---|"]
     for m in methods:
         exchange = m["pattern"] + (", own partition per rank" if m["partitioned"] else "")
         lines.append(f"| `{m['name']}` | {cell(m['summary'])} | {cell(cite(m['paper']))} | "
-                     f"{exchange} |")
+                     f"{exchange} | {', '.join(m['device'])} |")
     lines += ["", "| `--sparsifier` | `--sp` key | default | allowed | meaning |",
               "|---|---|---|---|---|"]
     for m in methods:

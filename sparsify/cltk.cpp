@@ -1,12 +1,16 @@
 #include "sparsify/cltk.h"
 
-#include "sparsify/kernels/select_cpu.h"
-
 namespace st {
 
-void CltK::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  if (ctx.rank != leader(ctx.iteration, ctx.world)) return;  // followers send no indices
-  out.threshold = select::topk_abs(x, n, ctx.k, out.indices);
+void CltK::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                     DeviceSelection& out) {
+  out.clear_scalars();
+  ops.resize(out.values, bulk::Elem::F32, 0);
+  if (ctx.rank != leader(ctx.iteration, ctx.world)) {  // followers send no indices
+    ops.resize(out.indices, bulk::Elem::I32, 0);
+    return;
+  }
+  out.threshold = ops.topk_abs(x, {0, x.size()}, ctx.k, out.indices);
 }
 
 }  // namespace st

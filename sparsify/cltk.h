@@ -12,7 +12,9 @@ class CltK : public Sparsifier {
  public:
   std::string name() const override { return "cltk"; }
   ExchangePattern pattern() const override { return ExchangePattern::LeaderIndices; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
 
   // The rank whose indices everyone uses at iteration t (the hook uses the same rule).
   static int leader(int64_t t, int world) { return static_cast<int>(t % world); }

@@ -10,7 +10,14 @@ class DenseSparsifier : public Sparsifier {
  public:
   std::string name() const override { return "dense"; }
   ExchangePattern pattern() const override { return ExchangePattern::Dense; }
-  void select(const SelectContext&, const float*, int64_t, Selection&) override {}
+  bool device_ready() const override { return true; }
+  // Nothing is selected: the hook's dense pattern sends the whole bucket.
+  void select_on(bulk::Ops& ops, const SelectContext&, const bulk::Buffer&,
+                 DeviceSelection& out) override {
+    ops.resize(out.indices, bulk::Elem::I32, 0);
+    ops.resize(out.values, bulk::Elem::F32, 0);
+    ops.resize(out.packed, bulk::Elem::U32, 0);
+  }
 };
 
 }  // namespace st

@@ -20,7 +20,9 @@ class GaussianK : public Sparsifier {
   std::string name() const override { return "gaussiank"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   bool sends_at_least_one() const override { return false; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
 
   // mu + sigma * Phi^{-1}(1 - d/2) (Boost.Math normal quantile).
   static double initial_threshold(double mean, double stddev, double density);

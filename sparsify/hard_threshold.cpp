@@ -1,13 +1,14 @@
 #include "sparsify/hard_threshold.h"
 
-#include "sparsify/kernels/select_cpu.h"
-
 namespace st {
 
-void HardThreshold::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
+void HardThreshold::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                              DeviceSelection& out) {
+  out.clear_scalars();
+  ops.resize(out.values, bulk::Elem::F32, 0);
   const float lam = static_cast<float>(lambda(ctx.k));
   lambda_[ctx.bucket] = lam;
-  select::abs_threshold(x, 0, n, lam, /*strict=*/false, out.indices);
+  ops.select_abs(x, {0, x.size()}, lam, /*strict=*/false, out.indices);
   out.threshold = lam;
 }
 

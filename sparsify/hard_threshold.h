@@ -17,7 +17,9 @@ class HardThreshold : public Sparsifier {
   std::string name() const override { return "hard_threshold"; }
   ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
   bool sends_at_least_one() const override { return false; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
   // lambda of the bucket (a function of k only, so equal on every rank).
   double state_signature(int bucket) const override;
 

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "sparsify/kernels/threshold_select_cpu.h"
 
 namespace st {
 
@@ -40,7 +39,11 @@ part::Range Micro::partition(int bucket, int p) const {
   return part::equal_partition(b.n, b.world, p);
 }
 
-void Micro::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
+void Micro::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                      DeviceSelection& out) {
+  out.clear_scalars();
+  ops.resize(out.values, bulk::Elem::F32, 0);
+  const int64_t n = x.size();
   auto [it, fresh] = buckets_.try_emplace(ctx.bucket);
   BucketRule& b = it->second;
   if (fresh) {
@@ -51,11 +54,11 @@ void Micro::select(const SelectContext& ctx, const float* x, int64_t n, Selectio
   }
   ST_CHECK(b.n == n && b.world == ctx.world, name(), ": bucket ", ctx.bucket, " changed from ", b.n,
            " elements on ", b.world, " ranks to ", n, " on ", ctx.world);
-  // Rank r owns partition (t + r) mod P; one comparison pass over it.
+  // Rank r owns partition (t + r) mod P; one comparison pass over it. If nothing
+  // passes, one element, a different one each iteration (MiCRO code).
   const part::Range own =
       partition(ctx.bucket, part::owned_partition(ctx.iteration, ctx.rank, ctx.world));
-  // If nothing passes, one element, a different one each iteration (MiCRO code).
-  select::threshold_select_cpu(x, own, static_cast<float>(b.tau), ctx.iteration, out.indices);
+  ops.threshold_select(x, own, static_cast<float>(b.tau), ctx.iteration, out.indices);
   out.threshold = b.tau;
 }
 

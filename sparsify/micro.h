@@ -30,7 +30,9 @@ class Micro : public Sparsifier {
   std::string name() const override { return "micro"; }
   ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
   bool partitioned() const override { return true; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
   void observe(const ExchangeFeedback& feedback) override;
   double state_signature(int bucket) const override;
   void save_state(StateWriter& out) const override;

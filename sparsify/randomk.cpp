@@ -35,8 +35,17 @@ void RandomK::draw(uint64_t seed, int bucket, int64_t t, int64_t n, int64_t k,
   std::sort(out.begin(), out.end());
 }
 
-void RandomK::select(const SelectContext& ctx, const float*, int64_t n, Selection& out) {
-  draw(ctx.seed, ctx.bucket, ctx.iteration, n, ctx.k, out.indices);
+// The draw stays on the host: Floyd's algorithm is sequential (each draw consults the
+// positions taken before it), costs O(k) with no pass over the bucket, and its result is
+// a pure function of (seed, bucket, t, n, k) that must be identical on every rank
+// whatever its device. Only the k sorted positions travel to the device, which is the
+// size of any selection.
+void RandomK::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                        DeviceSelection& out) {
+  out.clear_scalars();
+  ops.resize(out.values, bulk::Elem::F32, 0);
+  draw(ctx.seed, ctx.bucket, ctx.iteration, x.size(), ctx.k, drawn_);
+  ops.upload(drawn_.data(), bulk::Elem::I32, static_cast<int64_t>(drawn_.size()), out.indices);
 }
 
 }  // namespace st

@@ -12,12 +12,17 @@ class RandomK : public Sparsifier {
  public:
   std::string name() const override { return "randomk"; }
   ExchangePattern pattern() const override { return ExchangePattern::SharedIndices; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
 
   // k distinct positions in [0, n), ascending, a pure function of (seed, bucket, t).
   // Floyd's algorithm (Bentley & Floyd, CACM 1987): k draws, no shuffle of n elements.
   static void draw(uint64_t seed, int bucket, int64_t t, int64_t n, int64_t k,
                    std::vector<int32_t>& out);
+
+ private:
+  std::vector<int32_t> drawn_;  // host scratch of the draw
 };
 
 }  // namespace st

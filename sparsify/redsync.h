@@ -20,7 +20,9 @@ class RedSync : public Sparsifier {
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   // Constant |x| (all zeros, say) has nothing above mean + r (max - mean).
   bool sends_at_least_one() const override { return false; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
 
  private:
   int iters_;

@@ -2,6 +2,8 @@
 // rows (the JSON feeds scripts/sparsifier_table.py and scripts/scaling_model.py).
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "sparsify/registry.h"
 
@@ -36,6 +38,19 @@ nlohmann::ordered_json key_json(const SpKey& k) {
           {"meaning", k.meaning}};
 }
 
+// Where the method runs: every method on CPU buckets; on CUDA buckets those whose
+// device forms are in (Sparsifier::device_ready(): their bulk passes go through bulk::Ops).
+std::vector<std::string> devices(const SparsifierInfo& s) {
+  if (s.build(SparsifierOptions{})->device_ready()) return {"cpu", "cuda"};
+  return {"cpu"};
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
 }  // namespace
 
 std::string sparsifiers_listing(const std::vector<SparsifierInfo>& table) {
@@ -46,7 +61,8 @@ std::string sparsifiers_listing(const std::vector<SparsifierInfo>& table) {
     name.resize(std::max<size_t>(name.size() + 1, indent.size()), ' ');
     out += name + s.summary + "\n";
     out += indent + cite(s.paper) + "exchange: " + pattern_name(s.pattern()) +
-           (s.partitioned() ? ", each rank in its own partition" : "") + "\n";
+           (s.partitioned() ? ", each rank in its own partition" : "") +
+           "; devices: " + joined(devices(s)) + "\n";
     for (const SpKey& k : s.keys) {
       std::string pair = k.name + "=" + k.default_text();
       pair.resize(std::max<size_t>(pair.size() + 1, 16), ' ');
@@ -69,6 +85,7 @@ std::string sparsifiers_json(const std::vector<SparsifierInfo>& table) {
                     {"paper", paper},
                     {"pattern", pattern_name(s.pattern())},
                     {"partitioned", s.partitioned()},
+                    {"device", devices(s)},
                     {"keys", keys}});
   }
   return nlohmann::ordered_json{{"sparsifiers", list}}.dump(1) + "\n";

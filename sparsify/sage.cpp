@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/rng.h"
-#include "sparsify/kernels/select_cpu.h"
 
 namespace st {
 
@@ -20,20 +20,36 @@ double Sage::lambda(int bucket) const {
   return it == state_.end() ? 0.0 : it->second.lambda;
 }
 
-void Sage::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  // Mean |x| at Slovin-many positions drawn from Philox keyed by (seed, bucket, t).
-  const int64_t s = sample_size(n, opt_.slovin_e);
+// Mean |x| at Slovin-many positions drawn from Philox keyed by (seed, bucket, t): the
+// positions are drawn on the host, x is gathered there and the few hundred values
+// summed on the host in draw order.
+double Sage::sample_mean(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x) {
+  const int64_t n = x.size(), s = sample_size(n, opt_.slovin_e);
   const uint64_t stream = 0x5341474500000000ull ^  // "SAGE"
                           (static_cast<uint64_t>(static_cast<uint32_t>(ctx.bucket)) << 40) ^
                           static_cast<uint64_t>(ctx.iteration);
-  double acc = 0;
+  std::vector<int32_t> pos(static_cast<size_t>(s));
   for (int64_t j = 0; j < s; ++j) {
     const Philox4 w = philox_block(ctx.seed, stream, static_cast<uint64_t>(j));
     const uint64_t bits = (static_cast<uint64_t>(w.v[0]) << 32) | w.v[1];
-    acc += std::fabs(x[static_cast<int64_t>(
-        (static_cast<unsigned __int128>(bits) * static_cast<uint64_t>(n)) >> 64)]);
+    pos[j] = static_cast<int32_t>(
+        (static_cast<unsigned __int128>(bits) * static_cast<uint64_t>(n)) >> 64);
   }
-  const double mean = acc / static_cast<double>(s);
+  ops.upload(pos.data(), bulk::Elem::I32, s, sample_idx_);
+  ops.gather(x, sample_idx_, sample_);
+  std::vector<float> v(static_cast<size_t>(s));
+  ops.download(sample_, 0, s, v.data());
+  double acc = 0;
+  for (float a : v) acc += std::fabs(a);
+  return acc / static_cast<double>(s);
+}
+
+void Sage::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                     DeviceSelection& out) {
+  out.clear_scalars();
+  ops.resize(out.values, bulk::Elem::F32, 0);
+  const int64_t n = x.size();
+  const double mean = sample_mean(ops, ctx, x);
   auto [it, first] = state_.try_emplace(ctx.bucket);
   BucketState& b = it->second;
   if (first) {
@@ -41,8 +57,8 @@ void Sage::select(const SelectContext& ctx, const float* x, int64_t n, Selection
   } else {
     const double alpha = (b.sample_mean > 0 && mean > 0) ? mean / b.sample_mean : 1.0;
     const double d_exam =
-        static_cast<double>(select::count_abs(x, 0, n, static_cast<float>(b.lambda * alpha),
-                                              /*strict=*/false)) /
+        static_cast<double>(ops.count_abs(x, {0, n}, static_cast<float>(b.lambda * alpha),
+                                          /*strict=*/false)) /
         static_cast<double>(n);
     const double beta = 2.0 / (1.0 + std::exp(ctx.density - d_exam));
     const double ratio = d_exam / ctx.density;
@@ -50,7 +66,7 @@ void Sage::select(const SelectContext& ctx, const float* x, int64_t n, Selection
     b.lambda *= alpha * beta * gamma;
   }
   b.sample_mean = mean;
-  select::abs_threshold(x, 0, n, static_cast<float>(b.lambda), /*strict=*/false, out.indices);
+  ops.select_abs(x, {0, n}, static_cast<float>(b.lambda), /*strict=*/false, out.indices);
   out.threshold = b.lambda;
 }
 

@@ -33,7 +33,9 @@ class Sage : public Sparsifier {
   std::string name() const override { return "sage"; }
   ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
   bool sends_at_least_one() const override { return false; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
 
   // lambda used by the bucket's last selection (0 before the first; tests).
   double lambda(int bucket) const;
@@ -48,8 +50,10 @@ class Sage : public Sparsifier {
     double lambda = 0;
     double sample_mean = 0;
   };
+  double sample_mean(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x);
   SageOptions opt_;
   std::map<int, BucketState> state_;
+  bulk::Buffer sample_idx_, sample_;  // the sample's positions and values
 };
 
 }  // namespace st

@@ -48,15 +48,17 @@ Sidco::State& Sidco::state(int bucket, double delta) {
   return s;
 }
 
-void Sidco::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
+void Sidco::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                      DeviceSelection& out) {
+  out.clear_scalars();
+  ops.resize(out.values, bulk::Elem::F32, 0);
   State& s = state(ctx.bucket, ctx.density);
   if (ctx.density >= 1.0) {  // nothing to compress
-    out.indices.resize(n);
-    for (int64_t i = 0; i < n; ++i) out.indices[i] = static_cast<int32_t>(i);
+    ops.iota(out.indices, x.size(), 0);
     return;
   }
-  const sidco::Estimate e = sidco::estimate(x, n, opt_.variant, s.m, ctx.density, s.ws);
-  sidco::select_above(x, n, e, s.ws, out.indices);
+  const sidco::Estimate e = sidco::estimate(ops, x, opt_.variant, s.m, ctx.density, s.ws);
+  sidco::select_above(ops, x, e, s.ws, out.indices);
   out.threshold = e.tau;
 }
 

@@ -49,7 +49,9 @@ class Sidco : public Sparsifier {
   std::string name() const override;
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   bool sends_at_least_one() const override { return false; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
   void observe(const ExchangeFeedback& fb) override;
   double state_signature(int bucket) const override;
   // Current M of a bucket (tests, statistics).

@@ -5,55 +5,11 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "sparsify/kernels/select_cpu.h"
+#include "sparsify/bulk/cpu_ops.h"
 
 namespace st::sidco {
 
 namespace {
-
-constexpr double kLogEps = 2.2e-16;  // SIDCo's reference code: ln(a + eps) for a = 0
-// Reduction block: results independent of threads. Below select::abs_threshold's own
-// parallel cut-off (2^16), so per-block compaction scans in place into reused buffers.
-constexpr int64_t kBlock = 1 << 15;
-
-// Moments over [0, n) split into fixed blocks, each reduced by f(begin, end, moments)
-// in parallel and summed in block order.
-template <class F>
-Moments reduce_blocks(int64_t n, F f) {
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<Moments> part(blocks);
-#pragma omp parallel for schedule(static) if (blocks > 1)
-  for (int64_t b = 0; b < blocks; ++b) f(b * kBlock, std::min(n, (b + 1) * kBlock), part[b]);
-  Moments m;
-  for (const Moments& p : part) m.add(p);
-  return m;
-}
-
-// Moments of the exceedances |x| > tau over positions [b, end) of v: branch-free and all
-// in float inside the block (the form GCC vectorises: ~1.35x a plain streaming pass; mixed
-// int/float/double stays scalar at ~3.5x). With the SIMD lanes each summing a few
-// thousand values, the relative rounding error is ~1e-6, far below what moves a fitted
-// threshold; blocks are combined in double.
-Moments exceed_block(const float* v, int64_t b, int64_t end, float tau) {
-  const float inf = std::numeric_limits<float>::infinity();
-  float c = 0, s = 0, q = 0, mn = inf;
-#pragma omp simd reduction(+ : c, s, q) reduction(min : mn)
-  for (int64_t i = b; i < end; ++i) {
-    const float a = std::abs(v[i]);
-    const float hit = a > tau ? 1.0f : 0.0f;
-    const float d = a * hit;
-    c += hit;
-    s += d;
-    q += d * d;
-    mn = std::min(mn, a > tau ? a : inf);
-  }
-  Moments m;
-  m.count = static_cast<int64_t>(c);
-  m.sum = s;
-  m.sumsq = q;
-  m.min = c > 0 ? mn : std::numeric_limits<double>::infinity();
-  return m;
-}
 
 // The law fitted at one stage: first stage on all a, later stages on the exceedances
 // shifted by their minimum (so `m` describes the shifted sample).
@@ -172,89 +128,68 @@ Estimate estimate_with(int64_t n, Variant variant, int stages, double delta,
   return e;
 }
 
-Estimate estimate(const float* x, int64_t n, Variant variant, int stages, double delta,
+Estimate estimate(bulk::Ops& ops, const bulk::Buffer& x, Variant variant, int stages, double delta,
                   Workspace& ws) {
   ws.compacted = false;
-  ws.candidates.clear();
-  ws.values.clear();
-  // One pass: all of x (tau < 0, branch-free) or the exceedances of tau over the current
-  // set, which is x or, once compacted, the contiguous `values` of the candidates; with
-  // `compact`, the exceedances become the new candidate set. The first exceedance pass
-  // keeps ~delta_1 = 25% of x, too dense for compaction to pay; later ones keep
-  // 25% * delta_s or less and compact when another pass follows.
+  const int64_t n = x.size();
+  // One pass: all of x (tau < 0) or the exceedances of tau over the current set, which is
+  // x or, once compacted, the contiguous `values` of the candidates; with `compact`, the
+  // exceedances become the new candidate set. The first exceedance pass keeps ~delta_1 =
+  // 25% of x, too dense for compaction to pay; later ones keep 25% * delta_s or less and
+  // compact when another pass follows.
   int exceed_passes = 0;
   auto pass = [&](float tau, double log_scale, bool more) -> Moments {
-    if (tau < 0 && log_scale > 0)
-      return reduce_blocks(n, [x, log_scale](int64_t b, int64_t end, Moments& m) {
-        double s = 0;
-        for (int64_t i = b; i < end; ++i) s += std::log(std::abs(x[i]) * log_scale + kLogEps);
-        m.sumlog = s;
-      });
-    if (tau < 0)
-      return reduce_blocks(n, [x](int64_t b, int64_t end, Moments& m) {
-        float s = 0, q = 0;  // float inside the block, as exceed_block
-#pragma omp simd reduction(+ : s, q)
-        for (int64_t i = b; i < end; ++i) {
-          const float v = std::abs(x[i]);
-          s += v;
-          q += v * v;
-        }
-        m.count = end - b;
-        m.sum = s;
-        m.sumsq = q;
-      });
+    if (tau < 0) return ops.exceed_moments(x, {0, n}, tau, log_scale);
     ++exceed_passes;
-    const bool compact = more && exceed_passes >= 2;
-    const float* v = ws.compacted ? ws.values.data() : x;
-    const int64_t len = ws.compacted ? static_cast<int64_t>(ws.values.size()) : n;
-    const int64_t nb = (len + kBlock - 1) / kBlock;
-    std::vector<std::vector<int32_t>>& parts = ws.blocks;
-    if (compact && static_cast<int64_t>(parts.size()) < nb) parts.resize(nb);
-    const Moments m =
-        reduce_blocks(len, [&parts, v, tau, compact](int64_t b, int64_t end, Moments& mb) {
-          mb = exceed_block(v, b, end, tau);
-          // The block is cache-hot: compact it with the shared SIMD kernel.
-          if (compact) select::abs_threshold(v, b, end, tau, /*strict=*/true, parts[b / kBlock]);
-        });
-    if (compact) {
-      // Block positions in v -> the new (bucket position, value) candidate set.
-      std::vector<int64_t> offset(nb + 1, 0);
-      for (int64_t b = 0; b < nb; ++b) offset[b + 1] = offset[b] + parts[b].size();
-      ws.spare_candidates.resize(offset[nb]);
-      ws.spare_values.resize(offset[nb]);
-      int32_t* cand = ws.spare_candidates.data();
-      float* vals = ws.spare_values.data();
-      const int32_t* old = ws.compacted ? ws.candidates.data() : nullptr;
-#pragma omp parallel for schedule(static) if (nb > 1)
-      for (int64_t b = 0; b < nb; ++b) {
-        int64_t o = offset[b];
-        for (int32_t p : parts[b]) {
-          cand[o] = old ? old[p] : p;
-          vals[o++] = v[p];
-        }
-      }
-      ws.candidates.swap(ws.spare_candidates);
-      ws.values.swap(ws.spare_values);
-      ws.compacted = true;
-    }
+    const bulk::Buffer& v = ws.compacted ? ws.values : x;
+    const part::Range all{0, v.size()};
+    if (!(more && exceed_passes >= 2)) return ops.exceed_moments(v, all, tau, 0.0);
+    const Moments m = ops.exceed_compact(v, all, tau, ws.compacted ? &ws.candidates : nullptr,
+                                         ws.spare_candidates, ws.spare_values);
+    std::swap(ws.candidates, ws.spare_candidates);
+    std::swap(ws.values, ws.spare_values);
+    ws.compacted = true;
     return m;
   };
   return estimate_with(n, variant, stages, delta, pass);
 }
 
-void select_above(const float* x, int64_t n, const Estimate& e, const Workspace& ws,
-                  std::vector<int32_t>& out) {
-  out.clear();
-  if (!(e.tau < std::numeric_limits<float>::infinity())) return;
-  if (!ws.compacted) {  // one streaming pass (the shared SIMD compaction kernel)
-    select::abs_threshold(x, 0, n, e.tau, /*strict=*/true, out);
-    return;
+void select_above(bulk::Ops& ops, const bulk::Buffer& x, const Estimate& e, Workspace& ws,
+                  bulk::Buffer& out) {
+  if (!(e.tau < std::numeric_limits<float>::infinity())) {
+    ops.resize(out, bulk::Elem::I32, 0);
+  } else if (!ws.compacted) {  // one streaming pass
+    ops.select_abs(x, {0, x.size()}, e.tau, /*strict=*/true, out);
+  } else {  // the compacted candidates hold every exceedance of the last stage
+    ops.exceed_compact(ws.values, {0, ws.values.size()}, e.tau, &ws.candidates, out,
+                       ws.spare_values);
   }
-  std::vector<int32_t> pos;
-  select::abs_threshold(ws.values.data(), 0, static_cast<int64_t>(ws.values.size()), e.tau,
-                        /*strict=*/true, pos);
-  out.resize(pos.size());
-  for (size_t j = 0; j < pos.size(); ++j) out[j] = ws.candidates[pos[j]];
+}
+
+namespace {
+
+// The CPU implementation for the host-memory forms (one per thread: it keeps scratch).
+bulk::Ops& host_ops() {
+  static thread_local bulk::CpuOps ops;
+  return ops;
+}
+
+}  // namespace
+
+Estimate estimate(const float* x, int64_t n, Variant variant, int stages, double delta,
+                  Workspace& ws) {
+  bulk::Buffer b;
+  host_ops().upload(x, bulk::Elem::F32, n, b);
+  return estimate(host_ops(), b, variant, stages, delta, ws);
+}
+
+void select_above(const float* x, int64_t n, const Estimate& e, Workspace& ws,
+                  std::vector<int32_t>& out) {
+  bulk::Buffer b, idx;
+  host_ops().upload(x, bulk::Elem::F32, n, b);
+  select_above(host_ops(), b, e, ws, idx);
+  out.resize(static_cast<size_t>(idx.size()));
+  host_ops().download(idx, 0, idx.size(), out.data());
 }
 
 }  // namespace st::sidco

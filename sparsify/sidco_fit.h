@@ -9,6 +9,9 @@
 #include <limits>
 #include <vector>
 
+#include "sparsify/bulk/bulk_ops.h"
+#include "sparsify/sidco_moments.h"
+
 namespace st::sidco {
 
 // SIDCo-E: exponential throughout; SIDCo-P: generalized Pareto throughout; SIDCo-GP:
@@ -26,16 +29,6 @@ double pareto_threshold(double mean, double var, double delta);
 // sqrt((s-3)^2 + 24 s)) / (12 s), beta = mean / alpha, eta = beta P^-1(alpha, 1 - delta)
 // with Boost.Math's inverse regularized incomplete gamma.
 double gamma_threshold(double mean, double mean_log, double delta);
-
-// Sufficient statistics of a sample of non-negative values.
-struct Moments {
-  int64_t count = 0;
-  double sum = 0, sumsq = 0, sumlog = 0;
-  double min = std::numeric_limits<double>::infinity();
-  void add(const Moments& o);
-  double mean() const { return count > 0 ? sum / static_cast<double>(count) : 0.0; }
-  double var() const;  // unbiased (count - 1)
-};
 
 // The first stage fits at delta_1 = 0.25; stage s >= 2 at (delta / delta_1)^(1/(M-1)).
 constexpr double kFirstStageDelta = 0.25;
@@ -56,15 +49,12 @@ struct Estimate {
   int stages = 0;   // stages that ran (fewer than planned when an exceedance set gets below 2)
 };
 
-// Reusable buffers of the multi-stage passes (per bucket, to avoid reallocation).
+// Buffers of the multi-stage passes (per bucket, kept so they stop reallocating).
 struct Workspace {
-  std::vector<int32_t> candidates;  // positions of a stage's exceedances, once compacted
-  std::vector<float> values;        // x at those positions, contiguous for the next passes
+  bulk::Buffer candidates;  // I32 bucket positions of a stage's exceedances, once compacted
+  bulk::Buffer values;      // F32 x at those positions, contiguous for the next passes
   bool compacted = false;
-  // Scratch kept between calls, so a bucket's passes stop allocating after the first.
-  std::vector<std::vector<int32_t>> blocks;
-  std::vector<int32_t> spare_candidates;
-  std::vector<float> spare_values;
+  bulk::Buffer spare_candidates, spare_values;  // the next compaction's output
 };
 
 // The multi-stage driver (stages as in stage_deltas) over a source of moments: moments(tau,
@@ -75,17 +65,24 @@ using MomentsFn = std::function<Moments(float tau, double log_scale, bool compac
 Estimate estimate_with(int64_t n, Variant variant, int stages, double delta,
                        const MomentsFn& moments);
 
-// Multi-stage estimate on x: one streaming pass for the first-stage moments (a second for
-// the gamma stage's mean log), then one pass per later stage over the previous stage's
-// exceedances (compacted into `ws` with their values once another pass will follow, so
-// later passes read a contiguous quarter of the data or less).
-// Deterministic for any thread count (fixed blocks, summed in order, in double).
-Estimate estimate(const float* x, int64_t n, Variant variant, int stages, double delta,
+// Multi-stage estimate on x (n = x.size()) through `ops`: one streaming pass for the
+// first-stage moments (a second for the gamma stage's mean log), then one pass per later
+// stage over the previous stage's exceedances (compacted into `ws` with their values once
+// another pass will follow, so later passes read a contiguous quarter of the data or
+// less). Deterministic for a given implementation (bulk::Ops::exceed_moments).
+Estimate estimate(bulk::Ops& ops, const bulk::Buffer& x, Variant variant, int stages, double delta,
                   Workspace& ws);
 
-// Positions with |x| > e.tau (strict, SIDCo's rule), ascending; uses ws.candidates when
-// the estimate compacted them (every such position is among them).
-void select_above(const float* x, int64_t n, const Estimate& e, const Workspace& ws,
+// Positions with |x| > e.tau (strict, SIDCo's rule), ascending, into `out` (I32); uses
+// ws.candidates when the estimate compacted them (every such position is among them).
+void select_above(bulk::Ops& ops, const bulk::Buffer& x, const Estimate& e, Workspace& ws,
+                  bulk::Buffer& out);
+
+// The same two on host memory, through the CPU implementation (a copy of x; tests and
+// tools).
+Estimate estimate(const float* x, int64_t n, Variant variant, int stages, double delta,
+                  Workspace& ws);
+void select_above(const float* x, int64_t n, const Estimate& e, Workspace& ws,
                   std::vector<int32_t>& out);
 
 }  // namespace st::sidco

@@ -1,11 +1,12 @@
 #include "sparsify/topk.h"
 
-#include "sparsify/kernels/select_cpu.h"
-
 namespace st {
 
-void TopK::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  out.threshold = select::topk_abs(x, n, ctx.k, out.indices);
+void TopK::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                     DeviceSelection& out) {
+  out.clear_scalars();
+  ops.resize(out.values, bulk::Elem::F32, 0);  // global Top-k: the hook sends x there
+  out.threshold = ops.topk_abs(x, {0, x.size()}, ctx.k, out.indices);
 }
 
 }  // namespace st

@@ -14,7 +14,9 @@ class TopK : public Sparsifier {
   ExchangePattern pattern() const override {
     return allgather_ ? ExchangePattern::AllgatherSum : ExchangePattern::UnionAllreduce;
   }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
 
  private:
   bool allgather_;

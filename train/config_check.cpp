@@ -4,8 +4,10 @@
 #include <cstdio>
 
 #include "comm/communicator.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "data/registry.h"
+#include "sparsify/registry.h"
 #include "train/train_common.h"
 
 namespace st {
@@ -49,6 +51,21 @@ int32_t fingerprint(const std::string& s) {
   uint32_t h = 2166136261u;
   for (unsigned char ch : s) h = (h ^ ch) * 16777619u;
   return static_cast<int32_t>(h);
+}
+
+// A sparsified exchange on a CUDA bucket runs the method's device forms (bulk::Ops); a
+// method without them is refused here, at start, in one line, never mid-run.
+void check_sparsifier_device(const TrainConfig& c) {
+  const bool cuda =
+      c.device.rfind("cuda", 0) == 0 || (c.device == "auto" && cuda_device_count() > 0);
+  if (c.sparsifier == "none" || !cuda) return;
+  SparsifierOptions o;
+  o.density = c.density;
+  o.seed = c.seed;
+  o.params = c.sparsifier_params;
+  ST_CHECK(make_sparsifier(c.sparsifier, o)->device_ready(), "--sparsifier ", c.sparsifier,
+           " runs on CPU buckets only, not on --device ", c.device,
+           " (`sparsetrain sparsifiers` lists each method's devices)");
 }
 
 }  // namespace
@@ -99,6 +116,7 @@ void check_config(const TrainConfig& c) {
            "--sp needs a --sparsifier (got --sp ", format_sparsifier_params(c.sparsifier_params),
            " with --sparsifier none)");
   ST_CHECK(!c.sync_bn || !lm, "--sync-bn applies to models with BatchNorm, not --arch lstm");
+  check_sparsifier_device(c);
 }
 
 std::vector<std::pair<std::string, std::string>> config_fields(const TrainConfig& c) {

@@ -1,4 +1,5 @@
-// The conformance suite every sparsifier passes, on 1 process and under mpirun with 2
+// The conformance suite every sparsifier passes, through SparsifyHook on the CPU
+// implementation of bulk::Ops, on 1 process and under mpirun with 2
 // and 4 ranks (docs/ALGORITHMS.md, "Notation and shared machinery"):
 //   - the averaged update is identical on every rank and equals the dense reference
 //     computed from the ranks' contributions (x - residual after the exchange);
@@ -20,6 +21,7 @@
 
 #include "comm/communicator.h"
 #include "core/rng.h"
+#include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 
@@ -198,7 +200,11 @@ TEST_P(Conformance, ErrorFeedbackDensityAndRankAgreement) {
           // Transform domain (FFT): the contribution is the decoded own selection.
           std::vector<float> coef(dn, 0.0f), mine(n);
           for (size_t j = 0; j < sel.indices.size(); ++j) coef[sel.indices[j]] += sel.values[j];
-          sp.decode(dctx, coef.data(), n, mine.data());
+          bulk::CpuOps ops;
+          bulk::Buffer cb, out;
+          ops.upload(coef.data(), bulk::Elem::F32, dn, cb);
+          sp.decode_on(ops, dctx, cb, n, out);
+          ops.download(out, 0, n, mine.data());
           double tol = 0;
           for (int64_t i = 0; i < n; ++i) tol = std::max(tol, 1e-6 * std::abs(x[i]));
           for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(contrib[i], mine[i], tol) << "position " << i;

@@ -1,0 +1,266 @@
+// The device interface holds: every method, through SparsifyHook, reaches bucket data only
+// through bulk::Ops. Each method runs twice on the same gradients, once on the plain CPU
+// implementation and once on GuardedOps (tests/sparsify/guarded_ops.h: buffer memory is
+// poison between calls), on 1, 2 and 4 ranks; the aggregated updates, residuals and
+// result positions must agree bit for bit. Methods that are device_ready() are the
+// subject; the others run their host forms through the adapters, which also go through
+// bulk::Ops (download, upload), so they must agree as well. Three settings: per bucket
+// (two buckets, per-bucket state), a dense warm-up step first, and per tensor
+// (--sp scope=tensor, for the methods that accept it). A last pair of tests shows the
+// guard catching a method that reads memory behind the interface.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "layers/param.h"
+#include "sparsify/registry.h"
+#include "sparsify/sparsify_hook.h"
+#include "tests/sparsify/guarded_ops.h"
+
+namespace st::test {
+namespace {
+
+Communicator& world() {
+  static std::unique_ptr<Communicator> comm = make_communicator("auto");
+  return *comm;
+}
+
+// The options the conformance suite uses per method: quantisers and sign send every
+// element; VGC without squared gradients uses its g^2 / B fallback.
+SparsifierOptions options_for(const std::string& method) {
+  SparsifierOptions o;
+  o.seed = 17;
+  o.density = 0.01;
+  if (method == "dense" || method == "qsgd" || method == "terngrad" || method == "signsgd")
+    o.density = 1.0;
+  if (method == "vgc") o.params["batch"] = "1";
+  return o;
+}
+
+// A bucket of tensors laid out back to back (tensor scope needs the parameters), with
+// heavy-tailed gradients different on every rank, step and bucket.
+struct TestBucket {
+  Bucket bucket;
+  std::vector<int64_t> sizes;
+  std::vector<Param> params;
+  TestBucket(int id, std::vector<int64_t> tensor_sizes) : sizes(std::move(tensor_sizes)) {
+    bucket.id = id;
+    for (int64_t s : sizes) bucket.numel += s;
+    params.resize(sizes.size());
+  }
+  Tensor gradient(int rank, int64_t t) {
+    Tensor g = Tensor::empty({bucket.numel});
+    Rng rng(1000003ull * rank + 7919ull * t + bucket.id);
+    for (int64_t i = 0; i < bucket.numel; ++i)
+      g.f32()[i] = rng.normal() * std::abs(rng.normal()) * 0.01f;
+    bucket.params.clear();
+    int64_t at = 0;
+    for (size_t j = 0; j < sizes.size(); ++j) {
+      params[j].grad = g.slice_flat(at, {sizes[j]});
+      bucket.params.push_back(&params[j]);
+      at += sizes[j];
+    }
+    return g;
+  }
+};
+
+// What one run leaves: every exchange's update, and each bucket's residual and result
+// positions after every step.
+struct Outcome {
+  std::vector<std::vector<float>> updates, residuals;
+  std::vector<std::vector<int32_t>> results;
+  int64_t guarded_calls = 0;
+};
+
+enum class Setting { Buckets, Warmup, TensorScope };
+
+Outcome run(const std::string& method, Setting setting, bool guarded,
+            SparsifierPtr sparsifier = nullptr) {
+  Communicator& c = world();
+  SparsifierOptions o = options_for(method);
+  if (setting == Setting::TensorScope) {
+    o.params["scope"] = "tensor";
+    o.params["min_tensor"] = "600";
+  }
+  if (!sparsifier) sparsifier = make_sparsifier(method, o);
+  SparsifyHook hook(std::move(sparsifier), o, setting == Setting::Warmup ? 1 : 0);
+  auto* guard = guarded ? new GuardedOps : nullptr;
+  if (guard) hook.use_ops(bulk::OpsPtr(guard));
+  std::vector<TestBucket> buckets;
+  buckets.emplace_back(0, std::vector<int64_t>{3000, 500, 2500});
+  buckets.emplace_back(1, std::vector<int64_t>{2500});
+  Outcome out;
+  for (int64_t t = 0; t < 4; ++t)
+    for (TestBucket& b : buckets) {
+      Tensor g = b.gradient(c.rank(), t);
+      hook.exchange(b.bucket, g, c, t);
+      out.updates.push_back(g.to_vector());
+      const Tensor r = hook.residual(b.bucket.id);
+      out.residuals.push_back(r.defined() ? r.to_vector() : std::vector<float>());
+      if (t >= (setting == Setting::Warmup ? 1 : 0))
+        out.results.push_back(hook.last_result_indices(b.bucket.id));
+    }
+  if (guard) out.guarded_calls = guard->guarded_calls();
+  return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), 4 * a.size()) == 0);
+}
+
+// Counts the exchanges (and residuals) where the two runs differ in any bit.
+int64_t differences(const Outcome& a, const Outcome& b) {
+  int64_t d = 0;
+  for (size_t i = 0; i < a.updates.size(); ++i) d += !same_bits(a.updates[i], b.updates[i]);
+  for (size_t i = 0; i < a.residuals.size(); ++i) d += !same_bits(a.residuals[i], b.residuals[i]);
+  d += a.results != b.results;
+  return d;
+}
+
+class Guard : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Guard, GuardedRunEqualsThePlainCpuRunBitForBit) {
+  const std::string method = GetParam();
+  const bool ready = make_sparsifier(method, options_for(method))->device_ready();
+  for (Setting setting : {Setting::Buckets, Setting::Warmup, Setting::TensorScope}) {
+    SCOPED_TRACE(method + (ready ? " (device-ready)" : " (host form through the adapters)") +
+                 (setting == Setting::Buckets  ? ", per bucket"
+                  : setting == Setting::Warmup ? ", after a dense warm-up"
+                                               : ", per tensor"));
+    if (setting == Setting::TensorScope) {
+      SparsifierOptions o = options_for(method);
+      o.params["scope"] = "tensor";
+      try {
+        SparsifyHook probe(make_sparsifier(method, o), o);
+      } catch (const Error&) {
+        continue;  // the method refuses a tensor scope (SelectScope tests cover that)
+      }
+    }
+    const Outcome plain = run(method, setting, false);
+    const Outcome guarded = run(method, setting, true);
+    EXPECT_GT(guarded.guarded_calls, 0) << "the hook did not use the guarded implementation";
+    EXPECT_EQ(differences(plain, guarded), 0)
+        << "the run differs once buffer memory is poisoned between bulk::Ops calls: something "
+           "reads or writes bucket data behind the interface";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sparsifiers, Guard, ::testing::ValuesIn(sparsifier_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+// Reaches a buffer's memory the way no method may (Ops' accessor for implementations).
+struct Backdoor : bulk::Ops {
+  static const float* memory(const bulk::Buffer& b) { return storage(b).f32(); }
+};
+
+// A device-ready Top-k that breaks the rule: it ranks by reading x's memory itself (or
+// the bucket tensor it was handed), then hands its choice back through the interface.
+class Cheater : public Sparsifier {
+ public:
+  explicit Cheater(const Tensor* bucket = nullptr) : bucket_(bucket) {}
+  std::string name() const override { return "cheater"; }
+  ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
+  bool device_ready() const override { return true; }
+  void select(const SelectContext&, const float*, int64_t, Selection&) override {}
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override {
+    const float* p = bucket_ ? bucket_->f32() : Backdoor::memory(x);
+    std::vector<int32_t> idx(static_cast<size_t>(x.size()));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + ctx.k, idx.end(), [p](int32_t a, int32_t b) {
+      const float fa = std::abs(p[a]), fb = std::abs(p[b]);
+      return fa > fb || (fa == fb && a < b);
+    });
+    idx.resize(static_cast<size_t>(ctx.k));
+    std::sort(idx.begin(), idx.end());
+    ops.upload(idx.data(), bulk::Elem::I32, ctx.k, out.indices);
+    ops.resize(out.values, bulk::Elem::F32, 0);
+  }
+
+ private:
+  const Tensor* bucket_;
+};
+
+// A method with only the host form of select(): the adapter in sparsifier.cpp runs it on
+// the CPU buffers in place, or on copies made through bulk::Ops under the guard; both
+// give the same bits.
+class HostTopk : public Sparsifier {
+ public:
+  std::string name() const override { return "host-topk"; }
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override {
+    std::vector<int32_t> idx(static_cast<size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + ctx.k, idx.end(), [x](int32_t a, int32_t b) {
+      const float fa = std::abs(x[a]), fb = std::abs(x[b]);
+      return fa > fb || (fa == fb && a < b);
+    });
+    out.indices.assign(idx.begin(), idx.begin() + ctx.k);
+    std::sort(out.indices.begin(), out.indices.end());
+    for (int32_t i : out.indices) out.values.push_back(x[i] + ctx.grad[i] * 0.0f);
+  }
+};
+
+TEST(GuardAdapters, AHostFormMethodGivesTheSameBits) {
+  const Outcome plain = run("topk", Setting::Buckets, false, std::make_unique<HostTopk>());
+  const Outcome guarded = run("topk", Setting::Buckets, true, std::make_unique<HostTopk>());
+  EXPECT_GT(guarded.guarded_calls, 0);
+  EXPECT_EQ(differences(plain, guarded), 0);
+}
+
+TEST(GuardCatches, AMethodReadingBufferMemoryDirectly) {
+  const Outcome plain = run("topk", Setting::Buckets, false, std::make_unique<Cheater>());
+  const Outcome guarded = run("topk", Setting::Buckets, true, std::make_unique<Cheater>());
+  EXPECT_GT(differences(plain, guarded), 0) << "the guard missed a direct read of x";
+}
+
+TEST(GuardCatches, AMethodReadingTheBucketTensor) {
+  // The method keeps a pointer to the gradient tensor and reads it during the exchange.
+  Communicator& c = world();
+  auto once = [&](bool guarded) {
+    SparsifierOptions o = options_for("topk");
+    Tensor g;
+    SparsifyHook hook(std::make_unique<Cheater>(&g), o);
+    if (guarded) hook.use_ops(std::make_unique<GuardedOps>());
+    TestBucket b(0, {4000});
+    std::vector<std::vector<float>> updates;
+    for (int64_t t = 0; t < 3; ++t) {
+      g = b.gradient(c.rank(), t);
+      hook.exchange(b.bucket, g, c, t);
+      updates.push_back(g.to_vector());
+    }
+    return updates;
+  };
+  const auto plain = once(false), guarded = once(true);
+  int64_t differ = 0;
+  for (size_t i = 0; i < plain.size(); ++i) differ += !same_bits(plain[i], guarded[i]);
+  EXPECT_GT(differ, 0) << "the guard missed a direct read of the bucket tensor";
+}
+
+// A bulk::Ops call added to CpuOps without its override in GuardedOps reaches memory
+// outside any guarded call: that is an error naming the gap, not a silent pass.
+TEST(GuardCatches, ACallWithoutItsGuardedOverride) {
+  struct Unwrapped : GuardedOps {
+    float first(const bulk::Buffer& b) { return f32(b)[0]; }  // a pass with no Scope
+  } ops;
+  bulk::Buffer b;
+  const float one = 1.0f;
+  ops.upload(&one, bulk::Elem::F32, 1, b);
+  EXPECT_THROW(ops.first(b), Error);
+  float back = 0.0f;
+  ops.download(b, 0, 1, &back);
+  EXPECT_EQ(back, 1.0f);
+}
+
+}  // namespace
+}  // namespace st::test

@@ -16,6 +16,7 @@
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/exdyna.h"
 #include "sparsify/kernels/select_cpu.h"
 #include "sparsify/micro.h"
@@ -76,15 +77,20 @@ int main(int argc, char** argv) {
   const double scale = st::part::initial_threshold(k) / kth;
   for (auto& v : x) v = static_cast<float>(v * scale);
 
+  // The selections run as the hook runs them: select_on() through the CPU implementation
+  // of bulk::Ops, on the buffer wrapped without a copy.
+  st::bulk::CpuOps ops;
+  st::Tensor xt = st::Tensor::from_vector(x, {n});
+  const st::bulk::Buffer xb = ops.wrap(xt);
   st::SelectContext ctx;
   ctx.world = parts;
   ctx.density = density;
   ctx.k = k;
   st::Micro micro{st::part::ThresholdRule{}};
   st::ExDyna exdyna{st::part::ThresholdRule{}, st::part::BlockRule{}};
-  st::Selection sel_m, sel_e;
-  micro.select(ctx, x.data(), n, sel_m);  // warm-up, and creates the bucket state
-  exdyna.select(ctx, x.data(), n, sel_e);
+  st::DeviceSelection sel_m, sel_e;
+  micro.select_on(ops, ctx, xb, sel_m);  // warm-up, and creates the bucket state
+  exdyna.select_on(ops, ctx, xb, sel_e);
   const st::part::Range own = micro.partition(0, st::part::owned_partition(0, 0, parts));
 
   std::vector<double> t_micro, t_exdyna, t_sum;
@@ -95,13 +101,13 @@ int main(int argc, char** argv) {
       const int w = (which + r) % 3;
       timer.reset();
       if (w == 0) {
-        micro.select(ctx, x.data(), n, sel_m);
+        micro.select_on(ops, ctx, xb, sel_m);
         t_micro.push_back(timer.ms());
       } else if (w == 1) {
-        exdyna.select(ctx, x.data(), n, sel_e);
+        exdyna.select_on(ops, ctx, xb, sel_e);
         t_exdyna.push_back(timer.ms());
       } else {
-        sink = sink + stream_sum(x.data(), own.begin, own.end);
+        sink = sink + stream_sum(xt.f32(), own.begin, own.end);
         t_sum.push_back(timer.ms());
       }
     }
@@ -110,11 +116,12 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"bench\":\"micro_select\",\"impl\":\"sparsetrain\",\"n\":%lld,\"parts\":%d,"
       "\"density\":%g,\"k\":%lld,\"threads\":%d,\"reps\":%d,\"owned\":%lld,\"tau\":%.6g,"
-      "\"selected_micro\":%zu,\"selected_exdyna\":%zu,\"micro_select_ms\":%.3f,"
+      "\"selected_micro\":%lld,\"selected_exdyna\":%lld,\"micro_select_ms\":%.3f,"
       "\"exdyna_select_ms\":%.3f,\"stream_sum_ms\":%.3f,\"select_over_sum\":%.3f,"
       "\"own_topk_whole_ms\":%.1f}\n",
       static_cast<long long>(n), parts, density, static_cast<long long>(k), threads, reps,
-      static_cast<long long>(own.size()), micro.threshold(0), sel_m.indices.size(),
-      sel_e.indices.size(), sel_ms, median(t_exdyna), sum_ms, sel_ms / sum_ms, own_topk_ms);
+      static_cast<long long>(own.size()), micro.threshold(0),
+      static_cast<long long>(sel_m.indices.size()), static_cast<long long>(sel_e.indices.size()),
+      sel_ms, median(t_exdyna), sum_ms, sel_ms / sum_ms, own_topk_ms);
   return 0;
 }

@@ -2,7 +2,7 @@
 // (Wang et al., HPDC 2020) on one ResNet-50-sized buffer (25,557,032 floats), against one
 // streaming pass over it and against exact Top-k (select::topk_abs). One JSON object per
 // line; times are medians over --reps runs after one warm-up.
-//   sidco_bench [--reps R] [--threads T] [--n N] [--density D] [--fft-reps R]
+//   sidco_bench [--reps R] [--threads T] [--n N] [--density D] [--fft-reps R (0: no FFT)]
 // The buffer is gradient-like: normal * |normal| * 0.01 (heavy tails), Philox-seeded.
 // FFT layouts: "bucket" (one transform of all n; 25,557,032 = 8 x 3,194,629, a large prime
 // factor), "block65536" (pieces of 2^16), "resnet50" (per tensor: ResNet-50's parameter
@@ -92,22 +92,29 @@ int main(int argc, char** argv) {
       static_cast<long long>(n), density, topk_ms, topk_ms / pass_ms);
   std::fflush(stdout);
 
-  // SIDCo: estimate + strict selection, each variant and stage count.
+  // SIDCo: estimate + strict selection through the CPU implementation of bulk::Ops on the
+  // buffer wrapped without a copy, each variant and stage count (5 stages compact the
+  // exceedances for the later passes).
+  st::bulk::CpuOps ops;
+  st::Tensor xt = st::Tensor::from_vector(x, {n});
+  const st::bulk::Buffer xb = ops.wrap(xt);
+  st::bulk::Buffer selected;
   for (auto v : {st::sidco::Variant::E, st::sidco::Variant::P, st::sidco::Variant::GP})
-    for (int m : {1, 2, 3}) {
+    for (int m : {1, 2, 3, 5}) {
       st::sidco::Workspace ws;
       st::sidco::Estimate e;
       const double ms = median_ms(reps, [&] {
-        e = st::sidco::estimate(x.data(), n, v, m, density, ws);
-        st::sidco::select_above(x.data(), n, e, ws, out);
+        e = st::sidco::estimate(ops, xb, v, m, density, ws);
+        st::sidco::select_above(ops, xb, e, ws, selected);
       });
       std::printf(
           "{\"bench\":\"sidco\",\"variant\":\"%s\",\"stages\":%d,\"n\":%lld,\"density\":%g,"
           "\"ms\":%.3f,\"x_stream_pass\":%.2f,\"x_topk\":%.3f,\"achieved_over_target\":%.3f}\n",
           st::sidco::variant_name(v), m, static_cast<long long>(n), density, ms, ms / pass_ms,
-          ms / topk_ms, static_cast<double>(out.size()) / std::max<int64_t>(k, 1));
+          ms / topk_ms, static_cast<double>(selected.size()) / std::max<int64_t>(k, 1));
       std::fflush(stdout);
     }
+  if (fft_reps <= 0) return 0;  // --fft-reps 0: SIDCo only
 
   // FFT sparsifier: select (R2C, magnitudes, top fraction, range-float quantise, pack) and
   // decode (C2R / N), at the same kept fraction (1 - theta = density).

@@ -1,7 +1,5 @@
 #include "sparsify/cltk.h"
 
-#include "sparsify/host_select.h"
-
 namespace st {
 
 void CltK::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
@@ -13,10 +11,6 @@ void CltK::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffe
     return;
   }
   out.threshold = ops.topk_abs(x, {0, x.size()}, ctx.k, out.indices);
-}
-
-void CltK::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  select_on_host(*this, ctx, x, n, out);
 }
 
 }  // namespace st

@@ -15,8 +15,6 @@ class CltK : public Sparsifier {
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
   bool device_ready() const override { return true; }
-  // The host form: select_on() through the CPU implementation (sparsify/host_select.h).
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
 
   // The rank whose indices everyone uses at iteration t (the hook uses the same rule).
   static int leader(int64_t t, int world) { return static_cast<int>(t % world); }

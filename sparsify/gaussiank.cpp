@@ -4,8 +4,6 @@
 #include <boost/math/distributions/normal.hpp>
 #include <cmath>
 
-#include "sparsify/host_select.h"
-
 namespace st {
 
 GaussianK::GaussianK(int loops) : loops_(loops) {}
@@ -37,10 +35,6 @@ void GaussianK::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::
     thr *= count < lo ? 0.5 : 1.5;
   }
   out.threshold = thr;
-}
-
-void GaussianK::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  select_on_host(*this, ctx, x, n, out);
 }
 
 }  // namespace st

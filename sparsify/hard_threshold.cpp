@@ -1,7 +1,5 @@
 #include "sparsify/hard_threshold.h"
 
-#include "sparsify/host_select.h"
-
 namespace st {
 
 void HardThreshold::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
@@ -12,10 +10,6 @@ void HardThreshold::select_on(bulk::Ops& ops, const SelectContext& ctx, const bu
   lambda_[ctx.bucket] = lam;
   ops.select_abs(x, {0, x.size()}, lam, /*strict=*/false, out.indices);
   out.threshold = lam;
-}
-
-void HardThreshold::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  select_on_host(*this, ctx, x, n, out);
 }
 
 double HardThreshold::state_signature(int bucket) const {

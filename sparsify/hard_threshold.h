@@ -20,8 +20,6 @@ class HardThreshold : public Sparsifier {
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
   bool device_ready() const override { return true; }
-  // The host form: select_on() through the CPU implementation (sparsify/host_select.h).
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
   // lambda of the bucket (a function of k only, so equal on every rank).
   double state_signature(int bucket) const override;
 

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "sparsify/host_select.h"
 
 namespace st {
 
@@ -61,10 +60,6 @@ void Micro::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buff
       partition(ctx.bucket, part::owned_partition(ctx.iteration, ctx.rank, ctx.world));
   ops.threshold_select(x, own, static_cast<float>(b.tau), ctx.iteration, out.indices);
   out.threshold = b.tau;
-}
-
-void Micro::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  select_on_host(*this, ctx, x, n, out);
 }
 
 void Micro::observe(const ExchangeFeedback& fb) {

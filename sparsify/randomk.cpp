@@ -4,7 +4,6 @@
 #include <numeric>
 
 #include "core/rng.h"
-#include "sparsify/host_select.h"
 
 namespace st {
 
@@ -47,10 +46,6 @@ void RandomK::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Bu
   ops.resize(out.values, bulk::Elem::F32, 0);
   draw(ctx.seed, ctx.bucket, ctx.iteration, x.size(), ctx.k, drawn_);
   ops.upload(drawn_.data(), bulk::Elem::I32, static_cast<int64_t>(drawn_.size()), out.indices);
-}
-
-void RandomK::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  select_on_host(*this, ctx, x, n, out);
 }
 
 }  // namespace st

@@ -15,8 +15,6 @@ class RandomK : public Sparsifier {
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
   bool device_ready() const override { return true; }
-  // The host form: select_on() through the CPU implementation (sparsify/host_select.h).
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
 
   // k distinct positions in [0, n), ascending, a pure function of (seed, bucket, t).
   // Floyd's algorithm (Bentley & Floyd, CACM 1987): k draws, no shuffle of n elements.

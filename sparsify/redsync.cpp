@@ -1,7 +1,5 @@
 #include "sparsify/redsync.h"
 
-#include "sparsify/host_select.h"
-
 namespace st {
 
 RedSync::RedSync(int iters) : iters_(iters) {}
@@ -29,10 +27,6 @@ void RedSync::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Bu
   if (nnz == 0) thr = thr_at(lo);  // the lower end of the bracket still selects something
   ops.select_abs(x, all, thr, /*strict=*/true, out.indices);
   out.threshold = thr;
-}
-
-void RedSync::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  select_on_host(*this, ctx, x, n, out);
 }
 
 }  // namespace st

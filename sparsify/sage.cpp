@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "sparsify/host_select.h"
 
 namespace st {
 
@@ -69,10 +68,6 @@ void Sage::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffe
   b.sample_mean = mean;
   ops.select_abs(x, {0, n}, static_cast<float>(b.lambda), /*strict=*/false, out.indices);
   out.threshold = b.lambda;
-}
-
-void Sage::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  select_on_host(*this, ctx, x, n, out);
 }
 
 void Sage::save_state(StateWriter& out) const {

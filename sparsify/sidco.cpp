@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "sparsify/host_select.h"
 #include "sparsify/registry.h"
 
 namespace st {
@@ -61,10 +60,6 @@ void Sidco::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buff
   const sidco::Estimate e = sidco::estimate(ops, x, opt_.variant, s.m, ctx.density, s.ws);
   sidco::select_above(ops, x, e, s.ws, out.indices);
   out.threshold = e.tau;
-}
-
-void Sidco::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  select_on_host(*this, ctx, x, n, out);
 }
 
 int Sidco::adapt_stages(int m, double ratio, int direction, double band, int max_m) {

@@ -52,8 +52,6 @@ class Sidco : public Sparsifier {
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
   bool device_ready() const override { return true; }
-  // The host form: select_on() through the CPU implementation (sparsify/host_select.h).
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
   void observe(const ExchangeFeedback& fb) override;
   double state_signature(int bucket) const override;
   // Current M of a bucket (tests, statistics).

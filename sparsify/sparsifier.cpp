@@ -22,15 +22,32 @@ const char* pattern_name(ExchangePattern p) {
   return "?";
 }
 
-// Adapters for methods that are not device-ready yet: the host forms on host copies of
-// the buffers. They reach buffer memory only through ops (download / upload), so they
-// stay correct under any implementation, at the price of the copies.
+// Adapters for methods that are not device-ready yet: the host forms on the buffers'
+// memory in place where the implementation keeps it on the host (Ops::host_memory, the
+// CPU implementation), otherwise on host copies made through ops (download / upload), so
+// they stay correct under any implementation. CPU buckets only.
 namespace {
 
-std::vector<float> host_copy(bulk::Ops& ops, const bulk::Buffer& b, int64_t begin, int64_t n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  ops.download(b, begin, n, v.data());
-  return v;
+// Host copies and host-form results, kept per thread so a bucket's worth is not
+// reallocated every call.
+struct HostScratch {
+  std::vector<float> x, grad, aux, first, out;
+  std::vector<uint32_t> words;
+  Selection sel;
+};
+HostScratch& scratch() {
+  thread_local HostScratch s;
+  return s;
+}
+
+// n elements of b from `begin` as host memory: in place, or copied into `copy`.
+template <typename T>
+const T* host_view(bulk::Ops& ops, const bulk::Buffer& b, int64_t begin, int64_t n,
+                   std::vector<T>& copy) {
+  if (const void* p = ops.host_memory(b)) return static_cast<const T*>(p) + begin;
+  if (static_cast<int64_t>(copy.size()) < n) copy.resize(static_cast<size_t>(n));
+  ops.download(b, begin, n, copy.data());
+  return copy.data();
 }
 
 void check_cpu(bulk::Ops& ops, const Sparsifier& sp) {
@@ -47,6 +64,20 @@ void upload_selection(bulk::Ops& ops, const Selection& sel, DeviceSelection& out
              out.packed);
 }
 
+// n floats written by a host form into `out`: in place, or through an upload.
+template <typename Fn>
+void write_host(bulk::Ops& ops, int64_t n, bulk::Buffer& out, Fn&& fill) {
+  ops.resize(out, bulk::Elem::F32, n);
+  if (void* p = ops.host_memory(out)) {
+    fill(static_cast<float*>(p));
+    return;
+  }
+  std::vector<float>& y = scratch().out;
+  if (static_cast<int64_t>(y.size()) < n) y.resize(static_cast<size_t>(n));
+  fill(y.data());
+  ops.upload(y.data(), bulk::Elem::F32, n, out);
+}
+
 }  // namespace
 
 void Sparsifier::select(const SelectContext&, const float*, int64_t, Selection&) {
@@ -57,20 +88,14 @@ void Sparsifier::select(const SelectContext&, const float*, int64_t, Selection&)
 void Sparsifier::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                            DeviceSelection& out) {
   check_cpu(ops, *this);
+  HostScratch& h = scratch();
   const int64_t n = x.size();
-  const std::vector<float> host = host_copy(ops, x, 0, n);
   SelectContext c = ctx;
-  std::vector<float> grad, aux;
-  if (ctx.grad_buffer) {
-    grad = host_copy(ops, *ctx.grad_buffer, 0, ctx.grad_buffer->size());
-    c.grad = grad.data();
-  }
-  if (ctx.aux_buffer) {
-    aux = host_copy(ops, *ctx.aux_buffer, 0, ctx.aux_buffer->size());
-    c.aux = aux.data();
-  }
-  Selection sel;
-  select(c, host.data(), n, sel);
+  if (ctx.grad_buffer) c.grad = host_view(ops, *ctx.grad_buffer, 0, n, h.grad);
+  if (ctx.aux_buffer) c.aux = host_view(ops, *ctx.aux_buffer, 0, n, h.aux);
+  Selection& sel = h.sel;
+  sel.clear();
+  select(c, host_view(ops, x, 0, n, h.x), n, sel);
   upload_selection(ops, sel, out);
   out.threshold = sel.threshold;
   out.partition_ms = sel.partition_ms;
@@ -81,10 +106,10 @@ void Sparsifier::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
                            const bulk::Buffer& words, int64_t offset, int64_t count,
                            DeviceSelection& out) const {
   check_cpu(ops, *this);
-  std::vector<uint32_t> w(static_cast<size_t>(count));
-  ops.download(words, offset, count, w.data());
-  Selection sel;
-  unpack(ctx, n, w.data(), count, sel);
+  HostScratch& h = scratch();
+  Selection& sel = h.sel;
+  sel.clear();
+  unpack(ctx, n, host_view(ops, words, offset, count, h.words), count, sel);
   sel.packed.clear();
   upload_selection(ops, sel, out);
 }
@@ -92,19 +117,18 @@ void Sparsifier::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
 void Sparsifier::decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs,
                            int64_t n, bulk::Buffer& out) {
   check_cpu(ops, *this);
-  const std::vector<float> c = host_copy(ops, coeffs, 0, coeffs.size());
-  std::vector<float> y(static_cast<size_t>(n));
-  decode(ctx, c.data(), n, y.data());
-  ops.upload(y.data(), bulk::Elem::F32, n, out);
+  std::vector<float> copy;
+  const float* c = host_view(ops, coeffs, 0, coeffs.size(), copy);
+  write_host(ops, n, out, [&](float* y) { decode(ctx, c, n, y); });
 }
 
 void Sparsifier::second_message_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                                    const bulk::Buffer& first_sum, bulk::Buffer& out) {
   check_cpu(ops, *this);
-  const std::vector<float> xs = host_copy(ops, x, 0, x.size());
-  const std::vector<float> f = host_copy(ops, first_sum, 0, first_sum.size());
+  HostScratch& h = scratch();
   std::vector<float> m;
-  second_message(ctx, xs.data(), x.size(), f.data(), m);
+  second_message(ctx, host_view(ops, x, 0, x.size(), h.x), x.size(),
+                 host_view(ops, first_sum, 0, first_sum.size(), h.first), m);
   ops.upload(m.data(), bulk::Elem::F32, static_cast<int64_t>(m.size()), out);
 }
 

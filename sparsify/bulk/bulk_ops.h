@@ -206,6 +206,12 @@ class Ops {
   // at 0. Host values (tensor scope's per-tensor feedback).
   virtual std::vector<int64_t> segment_counts(const Buffer& idx, int64_t begin, int64_t count,
                                               const std::vector<int64_t>& segments) = 0;
+  // The buffer's elements in host memory, when this implementation keeps buffers there and
+  // lets host code use them in place (the CPU implementation); null otherwise (CUDA, and
+  // the guarded test implementation, so it hides no direct access). Only the adapters that
+  // run the host forms of methods that are not device_ready() use it (sparsifier.cpp),
+  // to spare a copy of the bucket per call; everyone else goes through the calls above.
+  virtual void* host_memory(const Buffer& /*b*/) { return nullptr; }
 
   // --- Threshold-family extras (SIDCo's multi-stage estimate, sparsify/sidco_fit.h) ---
   // Both passes below reduce over fixed blocks of kMomentBlock elements counted from

@@ -29,20 +29,12 @@ void check_range(const Buffer& b, part::Range r, const char* op) {
 
 }  // namespace
 
-float* CpuOps::f32(Buffer& b) {
-  return storage(b).defined() ? static_cast<float*>(storage(b).raw()) : nullptr;
-}
-const float* CpuOps::f32(const Buffer& b) {
-  return storage(b).defined() ? static_cast<const float*>(storage(b).raw()) : nullptr;
-}
-int32_t* CpuOps::i32(Buffer& b) {
-  return storage(b).defined() ? static_cast<int32_t*>(storage(b).raw()) : nullptr;
-}
-const int32_t* CpuOps::i32(const Buffer& b) {
-  return storage(b).defined() ? static_cast<const int32_t*>(storage(b).raw()) : nullptr;
+void* CpuOps::memory(const Buffer& b) {
+  return storage(b).defined() ? storage(b).raw() : nullptr;
 }
 
 Tensor CpuOps::view(const Buffer& b) {
+  memory(b);  // the communicator reads and writes it: an access like any other
   const Tensor& t = storage(b);
   return t.numel() == b.size() ? t : t.slice_flat(0, {b.size()});
 }
@@ -83,15 +75,14 @@ void CpuOps::release(Buffer& wrapped) {
 
 void CpuOps::upload(const void* host, Elem e, int64_t n, Buffer& out) {
   resize(out, e, n);
-  if (n > 0) std::memcpy(storage(out).raw(), host, 4 * static_cast<size_t>(n));
+  if (n > 0) std::memcpy(memory(out), host, 4 * static_cast<size_t>(n));
 }
 
 void CpuOps::download(const Buffer& b, int64_t begin, int64_t n, void* host) {
   ST_CHECK(begin >= 0 && n >= 0 && begin + n <= b.size(), "bulk::Ops::download: [", begin, ", ",
            begin + n, ") outside a buffer of ", b.size(), " elements");
   if (n > 0)
-    std::memcpy(host, static_cast<const char*>(storage(b).raw()) + 4 * begin,
-                4 * static_cast<size_t>(n));
+    std::memcpy(host, static_cast<const char*>(memory(b)) + 4 * begin, 4 * static_cast<size_t>(n));
 }
 
 void CpuOps::copy(const Buffer& src, int64_t src_begin, Buffer& dst, int64_t dst_begin, int64_t n) {
@@ -100,9 +91,8 @@ void CpuOps::copy(const Buffer& src, int64_t src_begin, Buffer& dst, int64_t dst
            "bulk::Ops::copy: ", n, " elements from ", src_begin, " of ", src.size(), " to ",
            dst_begin, " of ", dst.size());
   if (n > 0)
-    std::memmove(static_cast<char*>(storage(dst).raw()) + 4 * dst_begin,
-                 static_cast<const char*>(storage(src).raw()) + 4 * src_begin,
-                 4 * static_cast<size_t>(n));
+    std::memmove(static_cast<char*>(memory(dst)) + 4 * dst_begin,
+                 static_cast<const char*>(memory(src)) + 4 * src_begin, 4 * static_cast<size_t>(n));
 }
 
 void CpuOps::fill(Buffer& b, part::Range r, float v) {
@@ -252,18 +242,22 @@ void CpuOps::zero_at(const Buffer& idx, Buffer& y) {
 void CpuOps::union_of(const Buffer& all, const std::vector<int64_t>& offsets,
                       const std::vector<int64_t>& counts, int64_t domain, Buffer& out) {
   if (static_cast<int64_t>(marker_.size()) < domain) marker_.assign(domain, 0);
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  resize(out, Elem::I32, total);  // at most every entry; shrunk to the distinct ones below
   const int32_t* a = i32(all);
-  scratch_.clear();
+  int32_t* o = i32(out);
+  int64_t u = 0;
   for (size_t r = 0; r < counts.size(); ++r)
     for (int64_t j = 0; j < counts[r]; ++j) {
       const int32_t i = a[offsets[r] + j];
       if (!marker_[i]) {
         marker_[i] = 1;
-        scratch_.push_back(i);
+        o[u++] = i;
       }
     }
-  for (int32_t i : scratch_) marker_[i] = 0;
-  put_indices(scratch_, out);
+  for (int64_t j = 0; j < u; ++j) marker_[o[j]] = 0;
+  resize(out, Elem::I32, u);
 }
 
 // --- Collectives: the communicator moves the buffers' memory in place. Every rank
@@ -345,8 +339,7 @@ IndexBounds CpuOps::index_bounds(const Buffer& idx) {
 
 bool CpuOps::same_bits(const Buffer& a, const Buffer& b) {
   if (a.size() != b.size() || a.elem() != b.elem()) return false;
-  return a.empty() ||
-         std::memcmp(storage(a).raw(), storage(b).raw(), 4 * static_cast<size_t>(a.size())) == 0;
+  return a.empty() || std::memcmp(memory(a), memory(b), 4 * static_cast<size_t>(a.size())) == 0;
 }
 
 std::vector<int64_t> CpuOps::segment_counts(const Buffer& idx, int64_t begin, int64_t count,

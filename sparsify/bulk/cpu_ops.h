@@ -63,6 +63,7 @@ class CpuOps : public Ops {
   bool same_bits(const Buffer& a, const Buffer& b) override;
   std::vector<int64_t> segment_counts(const Buffer& idx, int64_t begin, int64_t count,
                                       const std::vector<int64_t>& segments) override;
+  void* host_memory(const Buffer& b) override { return memory(b); }
 
   // --- Threshold-family extras (sp1; defined in cpu_ops_threshold.cpp) ---
   sidco::Moments exceed_moments(const Buffer& x, part::Range r, float tau,
@@ -112,13 +113,16 @@ class CpuOps : public Ops {
 
  public:
  protected:
-  // The typed memory of a buffer (null when it has no storage yet).
-  static float* f32(Buffer& b);
-  static const float* f32(const Buffer& b);
-  static int32_t* i32(Buffer& b);
-  static const int32_t* i32(const Buffer& b);
+  // Where a buffer's elements are (null when it has no storage yet). Every pass reaches
+  // buffer memory through this one call (f32 / i32 below), so a checking implementation
+  // can watch each access.
+  virtual void* memory(const Buffer& b);
+  float* f32(Buffer& b) { return static_cast<float*>(memory(b)); }
+  const float* f32(const Buffer& b) { return static_cast<const float*>(memory(b)); }
+  int32_t* i32(Buffer& b) { return static_cast<int32_t*>(memory(b)); }
+  const int32_t* i32(const Buffer& b) { return static_cast<const int32_t*>(memory(b)); }
   // A tensor viewing exactly the buffer's size() elements (collectives).
-  static Tensor view(const Buffer& b);
+  Tensor view(const Buffer& b);
   // Copies a selection kernel's output into `out` (I32).
   void put_indices(const std::vector<int32_t>& v, Buffer& out);
 

@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "core/rng.h"
+#include "sparsify/host_select.h"
 #include "sparsify/kernels/select_cpu.h"
 #include "sparsify/sparsify_hook.h"
 
@@ -33,7 +34,7 @@ TEST(SparsifyCltk, LeaderRotatesAndOnlyTheLeaderSelects) {
       ctx.world = 4;
       ctx.k = 50;
       Selection sel;
-      rule.select(ctx, x.data(), n, sel);
+      select_on_host(rule, ctx, x.data(), n, sel);
       EXPECT_EQ(CltK::leader(t, 4), t % 4);
       if (r == t % 4) {
         EXPECT_EQ(sel.indices, expect) << "leader " << r << " at t=" << t;

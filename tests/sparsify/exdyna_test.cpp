@@ -11,6 +11,7 @@
 #include "comm/communicator.h"
 #include "core/rng.h"
 #include "sparsify/exdyna.h"
+#include "sparsify/host_select.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 
@@ -238,7 +239,7 @@ TEST(ExDynaMoves, SparsifierMapsRankCountsToPartitions) {
   SelectContext c;
   c.world = 4;
   c.k = 10000;
-  e.select(c, x.data(), n, sel);
+  select_on_host(e, c, x.data(), n, sel);
   EXPECT_EQ(e.block_counts(0), (Counts{4, 4, 4, 4}));
   ExchangeFeedback f;
   f.iteration = 1;
@@ -255,7 +256,8 @@ TEST(ExDynaMoves, SparsifierMapsRankCountsToPartitions) {
   EXPECT_EQ(e.partition(0, 3).end, n);
   EXPECT_NE(e.state_signature(0), before);
   // A bucket too small for P blocks uses MiCRO's element partitions.
-  e.select(
+  select_on_host(
+      e,
       [] {
         SelectContext s2;
         s2.bucket = 1;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/rng.h"
+#include "sparsify/host_select.h"
 #include "sparsify/kernels/select_cpu.h"
 
 namespace st::test {
@@ -18,7 +19,7 @@ Selection run(const std::vector<float>& x, double d) {
   ctx.density = d;
   ctx.k = static_cast<int64_t>(std::floor(d * static_cast<double>(x.size())));
   Selection sel;
-  rule.select(ctx, x.data(), static_cast<int64_t>(x.size()), sel);
+  select_on_host(rule, ctx, x.data(), static_cast<int64_t>(x.size()), sel);
   return sel;
 }
 

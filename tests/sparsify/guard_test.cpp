@@ -191,6 +191,33 @@ class Cheater : public Sparsifier {
   const Tensor* bucket_;
 };
 
+// A method with only the host form of select(): the adapter in sparsifier.cpp runs it on
+// the CPU buffers in place, or on copies made through bulk::Ops under the guard; both
+// give the same bits.
+class HostTopk : public Sparsifier {
+ public:
+  std::string name() const override { return "host-topk"; }
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override {
+    std::vector<int32_t> idx(static_cast<size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + ctx.k, idx.end(), [x](int32_t a, int32_t b) {
+      const float fa = std::abs(x[a]), fb = std::abs(x[b]);
+      return fa > fb || (fa == fb && a < b);
+    });
+    out.indices.assign(idx.begin(), idx.begin() + ctx.k);
+    std::sort(out.indices.begin(), out.indices.end());
+    for (int32_t i : out.indices) out.values.push_back(x[i] + ctx.grad[i] * 0.0f);
+  }
+};
+
+TEST(GuardAdapters, AHostFormMethodGivesTheSameBits) {
+  const Outcome plain = run("topk", Setting::Buckets, false, std::make_unique<HostTopk>());
+  const Outcome guarded = run("topk", Setting::Buckets, true, std::make_unique<HostTopk>());
+  EXPECT_GT(guarded.guarded_calls, 0);
+  EXPECT_EQ(differences(plain, guarded), 0);
+}
+
 TEST(GuardCatches, AMethodReadingBufferMemoryDirectly) {
   const Outcome plain = run("topk", Setting::Buckets, false, std::make_unique<Cheater>());
   const Outcome guarded = run("topk", Setting::Buckets, true, std::make_unique<Cheater>());
@@ -218,6 +245,21 @@ TEST(GuardCatches, AMethodReadingTheBucketTensor) {
   int64_t differ = 0;
   for (size_t i = 0; i < plain.size(); ++i) differ += !same_bits(plain[i], guarded[i]);
   EXPECT_GT(differ, 0) << "the guard missed a direct read of the bucket tensor";
+}
+
+// A bulk::Ops call added to CpuOps without its override in GuardedOps reaches memory
+// outside any guarded call: that is an error naming the gap, not a silent pass.
+TEST(GuardCatches, ACallWithoutItsGuardedOverride) {
+  struct Unwrapped : GuardedOps {
+    float first(const bulk::Buffer& b) { return f32(b)[0]; }  // a pass with no Scope
+  } ops;
+  bulk::Buffer b;
+  const float one = 1.0f;
+  ops.upload(&one, bulk::Elem::F32, 1, b);
+  EXPECT_THROW(ops.first(b), Error);
+  float back = 0.0f;
+  ops.download(b, 0, 1, &back);
+  EXPECT_EQ(back, 1.0f);
 }
 
 }  // namespace

@@ -8,8 +8,12 @@
 // So code that goes through bulk::Ops gets exactly the plain CPU results, and code that
 // reads a buffer's or a wrapped tensor's memory behind the interface reads poison (a
 // different result, or a crash on a poisoned index), while its direct writes are undone
-// at the next call. The guard tests compare a run on GuardedOps with one on CpuOps bit
-// for bit.
+// at the next call. host_memory() gives null, so host forms of methods that are not
+// device-ready run on copies. The guard tests compare a run on GuardedOps with one on
+// CpuOps bit for bit.
+//
+// Every bulk::Ops call needs its override here (a scope around the CpuOps call): a call
+// without one reaches CpuOps::memory() outside any scope, which throws naming the gap.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,7 @@
 
 namespace st::test {
 
-class GuardedOps : public bulk::Ops {
+class GuardedOps : public bulk::CpuOps {
  public:
   using Buffer = bulk::Buffer;
   using Elem = bulk::Elem;
@@ -65,6 +69,41 @@ class GuardedOps : public bulk::Ops {
   bool same_bits(const Buffer& a, const Buffer& b) override;
   std::vector<int64_t> segment_counts(const Buffer& idx, int64_t begin, int64_t count,
                                       const std::vector<int64_t>& segments) override;
+  void* host_memory(const Buffer&) override { return nullptr; }
+
+  // The threshold family's and the quantisation / transform / dense-algebra passes.
+  sidco::Moments exceed_moments(const Buffer& x, part::Range r, float tau,
+                                double log_scale) override;
+  sidco::Moments exceed_compact(const Buffer& x, part::Range r, float tau, const Buffer* pos,
+                                Buffer& out_idx, Buffer& out_vals) override;
+  void dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) override;
+  float vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch,
+                 float alpha, float zeta, float tau, Buffer& v, Buffer& out) override;
+  void vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index_bits, Buffer& packed,
+                Buffer& values) override;
+  void vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int index_bits, Buffer& idx,
+                  Buffer& values) override;
+  void quantize(const bulk::QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
+                Buffer& values) override;
+  void dequantize(const bulk::QuantSpec& q, const Buffer& codes, const Buffer& words,
+                  int64_t scales_at, Buffer& values) override;
+  void pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at) override;
+  void unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits,
+                   Buffer& codes) override;
+  void range_float_quantize(const quant::RangeFloat& f, const Buffer& x, Buffer& codes,
+                            Buffer& values) override;
+  void range_float_dequantize(const quant::RangeFloat& f, const Buffer& codes,
+                              Buffer& values) override;
+  float abs_min_nonzero(const Buffer& x, Range r) override;
+  void rfft(const Buffer& x, const std::vector<bulk::FftPiece>& pieces, Buffer& coef) override;
+  void irfft(const Buffer& coef, const std::vector<bulk::FftPiece>& pieces, Buffer& out) override;
+  void sq_magnitudes(const Buffer& coef, Buffer& mag) override;
+  float topk_abs_ranges(const Buffer& x, const std::vector<bulk::TopkRange>& ranges,
+                        Buffer& out) override;
+  void pair_indices(const Buffer& idx, Buffer& out) override;
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const Buffer& A, int64_t a_off, const Buffer& B, int64_t b_off, float beta, Buffer& C,
+            int64_t c_off) override;
 
   // Calls that restored and re-poisoned memory so far (the tests check the guard ran).
   int64_t guarded_calls() const { return calls_; }
@@ -77,8 +116,9 @@ class GuardedOps : public bulk::Ops {
     std::vector<uint8_t> shadow;
     Tensor wrapped;  // the bucket tensor behind it (wrap()), else undefined
   };
-  // Restores the given buffers' allocations on construction; saves and poisons them (and
-  // whatever they point to after the call) on destruction.
+  // One call: restores the memory of the buffers it is given; at its end saves and
+  // poisons them (and whatever memory they hold after the call). Calls that CpuOps makes
+  // inside a call (resize, offset_indices, ...) nest: their buffers join the outer call's.
   class Scope {
    public:
     Scope(GuardedOps& g, std::initializer_list<const Buffer*> bufs);
@@ -89,15 +129,18 @@ class GuardedOps : public bulk::Ops {
    private:
     GuardedOps& g_;
     std::vector<const Buffer*> bufs_;
-    std::vector<Alloc*> restored_;
   };
 
   // The allocation holding b's memory, registered on first sight (null: no memory).
   Alloc* find(const Buffer& b);
+  void restore(Alloc* a);
   static void poison(Tensor& t);
+  // CpuOps reaches memory only here: outside a call that is a call without its override.
+  void* memory(const Buffer& b) override;
 
-  bulk::CpuOps inner_;
   std::map<uintptr_t, Alloc> allocs_;  // by base address
+  std::vector<Alloc*> restored_;       // in the current call
+  int depth_ = 0;                      // nesting of the current call
   int64_t calls_ = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "sparsify/sparsify_hook.h"
 #if defined(SPARSETRAIN_WITH_CUDA)
 #include "../cuda/cuda_test_util.h"
+#include "sparsify/host_select.h"
 #include "sparsify/kernels/threshold_select_cuda.h"
 #endif
 
@@ -89,8 +90,8 @@ TEST(MicroRule, SparsifierFollowsTheRulePerBucket) {
   const int64_t n = 100000, k = 1000;
   std::vector<float> x(n, 0.0f);
   Selection sel;
-  m.select(context(0, 0, 0, 1, n, 0.01), x.data(), n, sel);
-  m.select(context(7, 0, 0, 1, 50000, 0.01), x.data(), 50000, sel);
+  select_on_host(m, context(0, 0, 0, 1, n, 0.01), x.data(), n, sel);
+  select_on_host(m, context(7, 0, 0, 1, 50000, 0.01), x.data(), 50000, sel);
   EXPECT_DOUBLE_EQ(m.threshold(0), 1.0 / (2.0 * std::sqrt(1000.0)));
   EXPECT_DOUBLE_EQ(m.threshold(7), 1.0 / (2.0 * std::sqrt(500.0)));
   EXPECT_DOUBLE_EQ(m.state_signature(0), m.threshold(0));
@@ -111,7 +112,7 @@ TEST(MicroRule, ConstantsAreSpKeys) {
   auto& m = dynamic_cast<Micro&>(*s);
   std::vector<float> x(1000, 0.0f);
   Selection sel;
-  m.select(context(0, 0, 0, 1, 1000, 0.1), x.data(), 1000, sel);
+  select_on_host(m, context(0, 0, 0, 1, 1000, 0.1), x.data(), 1000, sel);
   const double t0 = m.threshold(0);
   m.observe(feedback(0, 0, 1000, 100, 201));  // ratio 2.01 > 2
   m.observe(feedback(0, 1, 1000, 100, 200));  // ratio 2 -> mid = 1
@@ -170,7 +171,7 @@ TEST(MicroSelect, OwnPartitionOnlyAndFallback) {
       Micro m{part::ThresholdRule{}};
       Selection sel;
       const SelectContext c = context(0, t, r, P, n, 0.01);
-      m.select(c, x.data(), n, sel);
+      select_on_host(m, c, x.data(), n, sel);
       const part::Range own = part::equal_partition(n, P, (t + r) % P);
       EXPECT_EQ(m.partition(0, (t + r) % P).begin, own.begin);
       const float tau = static_cast<float>(m.threshold(0));
@@ -187,7 +188,7 @@ TEST(MicroSelect, OwnPartitionOnlyAndFallback) {
   for (int64_t t : {0, 1, 5, 2501, 2502}) {
     Micro m{part::ThresholdRule{}};
     Selection sel;
-    m.select(context(0, t, 1, P, n, 0.01), zeros.data(), n, sel);
+    select_on_host(m, context(0, t, 1, P, n, 0.01), zeros.data(), n, sel);
     const part::Range own = part::equal_partition(n, P, (t + 1) % P);
     ASSERT_EQ(sel.indices.size(), 1u);
     EXPECT_EQ(sel.indices[0], own.begin + t % own.size()) << "t=" << t;
@@ -239,7 +240,7 @@ TEST(MicroSelect, DensityTracksTarget) {
     for (auto& v : x) v = rng.normal() * 0.0163f;  // tau_0 selects ~3 d n at first
     Selection sel;
     const SelectContext c = context(0, t, 0, 1, n, d);
-    m.select(c, x.data(), n, sel);
+    select_on_host(m, c, x.data(), n, sel);
     const int64_t got = static_cast<int64_t>(sel.indices.size());
     if (t >= steps - tail) sum += static_cast<double>(got) / n;
     m.observe(feedback(0, t, n, c.k, got));

@@ -1,5 +1,6 @@
 // RedSync: the bisection on r lands the count in (k, 2k) on normal and heavy-tailed data.
 #include "sparsify/redsync.h"
+#include "sparsify/host_select.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +25,7 @@ TEST(SparsifyRedsync, CountInOpenWindow) {
       SelectContext ctx;
       ctx.k = k;
       Selection sel;
-      rule.select(ctx, x->data(), n, sel);
+      select_on_host(rule, ctx, x->data(), n, sel);
       const int64_t c = static_cast<int64_t>(sel.indices.size());
       EXPECT_GT(c, k);
       EXPECT_LT(c, 2 * k);
@@ -38,7 +39,7 @@ TEST(SparsifyRedsync, ConstantMagnitudeSelectsNothing) {
   SelectContext ctx;
   ctx.k = 10;
   Selection sel;
-  rule.select(ctx, x.data(), 1000, sel);
+  select_on_host(rule, ctx, x.data(), 1000, sel);
   EXPECT_TRUE(sel.indices.empty());
 }
 

@@ -1,6 +1,7 @@
 // SAGE: lambda_0 = 1/(2 sqrt k), then lambda *= alpha beta gamma with alpha the ratio of
 // sampled mean magnitudes, beta = 2/(1 + exp(d - d_exam)), gamma from the 10x band.
 #include "sparsify/sage.h"
+#include "sparsify/host_select.h"
 
 #include <gtest/gtest.h>
 
@@ -32,7 +33,7 @@ TEST(SparsifySage, AlphaBetaGammaStep) {
     ctx.iteration = t;
     Selection sel;
     const std::vector<float> x = constant(c);
-    rule.select(ctx, x.data(), n, sel);
+    select_on_host(rule, ctx, x.data(), n, sel);
     return static_cast<int64_t>(sel.indices.size());
   };
   // t = 0: lambda = 1/(2 sqrt(100)) = 0.05 <= 0.06: everything selected.

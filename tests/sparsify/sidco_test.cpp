@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "sparsify/host_select.h"
 #include "sparsify/registry.h"
 #include "sparsify/sidco.h"
 #include "sparsify/sidco_fit.h"
@@ -129,7 +130,7 @@ TEST(SidcoFit, FixedRatioStagesFollowFromDelta) {
   fb.k = 200;
   fb.rank_counts = {2000};  // 10x over target, every window: would move an adaptive M
   for (int t = 0; t < 20; ++t) {
-    sp.select(ctx, x.data(), 200000, sel);
+    select_on_host(sp, ctx, x.data(), 200000, sel);
     sp.observe(fb);
   }
   EXPECT_EQ(sp.stages(0), 0);
@@ -276,7 +277,7 @@ AdaptRun run_adaptive(Variant v, double delta, int direction) {
     const float* x = pool.data() + (t * 1'000'003) % (static_cast<int64_t>(pool.size()) - n);
     ctx.iteration = t;
     Selection sel;
-    sp.select(ctx, x, n, sel);
+    select_on_host(sp, ctx, x, n, sel);
     const int64_t c = static_cast<int64_t>(sel.indices.size());
     sp.observe({0, t, n, ctx.k, c, {c}});
     if (t >= burn_in) {
@@ -336,7 +337,7 @@ double error_feedback_ratio(Variant v, const std::string& adapt) {
     for (int64_t i = 0; i < n; ++i) x[i] += 0.01f * g[i];
     ctx.iteration = t;
     Selection sel;
-    sp.select(ctx, x.data(), n, sel);
+    select_on_host(sp, ctx, x.data(), n, sel);
     for (int32_t i : sel.indices) x[i] = 0.0f;  // sent: the residual keeps nothing
     const int64_t c = static_cast<int64_t>(sel.indices.size());
     sp.observe({0, t, n, ctx.k, c, {c}});

@@ -17,6 +17,7 @@
 #include "layers/flat_params.h"
 #include "layers/linear.h"
 #include "optim/sgd.h"
+#include "sparsify/host_select.h"
 #include "sparsify/partition_math.h"
 #include "sparsify/registry.h"
 #include "sparsify/sidco_fit.h"
@@ -421,7 +422,7 @@ TEST(Step7, SidcoExponentialFitAgainstTheExactThreshold) {
     ctx.density = d;
     ctx.k = static_cast<int64_t>(d * n);
     Selection sel;
-    sp->select(ctx, x.data(), n, sel);
+    select_on_host(*sp, ctx, x.data(), n, sel);
     return static_cast<double>(sel.indices.size()) / static_cast<double>(ctx.k);
   };
   EXPECT_NEAR(count(expo), 1.0, 0.1) << "exponential data: the fit is right";

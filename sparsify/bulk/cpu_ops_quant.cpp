@@ -24,13 +24,6 @@ namespace {
 constexpr int64_t kParallelMin = 65536;
 constexpr int64_t kVgcBlock = 1 << 16;  // VGC's test runs over blocks, joined in order
 
-uint32_t* u32(Tensor& t) {
-  return static_cast<uint32_t*>(t.raw());
-}
-const uint32_t* u32(const Tensor& t) {
-  return static_cast<const uint32_t*>(t.raw());
-}
-
 uint32_t float_bits(float v) {
   uint32_t u;
   std::memcpy(&u, &v, 4);
@@ -208,7 +201,7 @@ void CpuOps::vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index
   resize(values, Elem::F32, m);
   const float* xp = f32(x);
   const int32_t* ip = i32(idx);
-  uint32_t* w = u32(storage(packed));
+  auto* w = static_cast<uint32_t*>(memory(packed));
   float* vp = f32(values);
   w[0] = float_bits(scale);
 #pragma omp parallel for schedule(static) if (m > kParallelMin)
@@ -223,7 +216,7 @@ void CpuOps::vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int 
                         Buffer& idx, Buffer& values) {
   ST_CHECK(count >= 1 && offset >= 0 && offset + count <= words.size(),
            "bulk::Ops::vgc_unpack: ", count, " words from ", offset, " of ", words.size());
-  const uint32_t* w = u32(storage(words)) + offset;
+  const auto* w = static_cast<const uint32_t*>(memory(words)) + offset;
   const float scale = bits_float(w[0]);
   const int64_t m = count - 1;
   resize(idx, Elem::I32, m);
@@ -248,7 +241,7 @@ void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffe
   resize(values, Elem::F32, n);
   const float* xp = f32(x);
   float* sc = f32(scales);
-  uint32_t* cp = u32(storage(codes));
+  auto* cp = static_cast<uint32_t*>(memory(codes));
   float* vp = f32(values);
   if (q.kind == QuantKind::Qsgd) {
     // One chunk per iteration: its squared norm in index order, then its levels.
@@ -311,8 +304,8 @@ void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& w
            " scales from ", scales_at, " of ", words.size(), " words");
   const int bits = q.bits();
   resize(values, Elem::F32, n);
-  const uint32_t* cp = u32(storage(codes));
-  const uint32_t* sw = u32(storage(words)) + scales_at;
+  const auto* cp = static_cast<const uint32_t*>(memory(codes));
+  const auto* sw = static_cast<const uint32_t*>(memory(words)) + scales_at;
   float* vp = f32(values);
   for (int64_t g = 0; g < groups; ++g) {
     const part::Range r = q.group(g, n);
@@ -341,8 +334,8 @@ void CpuOps::pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at)
   const int64_t n = codes.size(), nw = (n * bits + 31) / 32;
   ST_CHECK(at >= 0 && at + nw <= words.size(), "bulk::Ops::pack_bits: ", nw, " words from ", at,
            " of ", words.size());
-  const uint32_t* cp = u32(storage(codes));
-  uint32_t* wp = u32(storage(words)) + at;
+  const auto* cp = static_cast<const uint32_t*>(memory(codes));
+  auto* wp = static_cast<uint32_t*>(memory(words)) + at;
   const uint32_t mask = code_mask(bits);
   const int64_t groups = (n + 31) / 32;
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
@@ -370,8 +363,8 @@ void CpuOps::unpack_bits(const Buffer& words, int64_t at, int64_t count, int bit
   ST_CHECK(at >= 0 && count >= 0 && at + nw <= words.size(), "bulk::Ops::unpack_bits: ", count,
            " codes of ", bits, " bits from word ", at, " of ", words.size());
   resize(codes, Elem::U32, count);
-  const uint32_t* wp = u32(storage(words)) + at;
-  uint32_t* cp = u32(storage(codes));
+  const auto* wp = static_cast<const uint32_t*>(memory(words)) + at;
+  auto* cp = static_cast<uint32_t*>(memory(codes));
   const uint32_t mask = code_mask(bits);
   const int64_t groups = (count + 31) / 32;
 #pragma omp parallel for schedule(static) if (count > kParallelMin)
@@ -398,7 +391,7 @@ void CpuOps::range_float_quantize(const quant::RangeFloat& f, const Buffer& x, B
   resize(codes, Elem::U32, n);
   resize(values, Elem::F32, n);
   const float* xp = f32(x);
-  uint32_t* cp = u32(storage(codes));
+  auto* cp = static_cast<uint32_t*>(memory(codes));
   float* vp = f32(values);
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
@@ -411,7 +404,7 @@ void CpuOps::range_float_dequantize(const quant::RangeFloat& f, const Buffer& co
                                     Buffer& values) {
   const int64_t n = codes.size();
   resize(values, Elem::F32, n);
-  const uint32_t* cp = u32(storage(codes));
+  const auto* cp = static_cast<const uint32_t*>(memory(codes));
   float* vp = f32(values);
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) vp[i] = quant::range_float_decode(f, cp[i]);

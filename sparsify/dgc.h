@@ -18,6 +18,7 @@
 #include <map>
 #include <vector>
 
+#include "sparsify/device_state.h"
 #include "sparsify/sparsifier.h"
 
 namespace st {
@@ -33,26 +34,31 @@ class Dgc : public Sparsifier {
   explicit Dgc(const DgcOptions& options);
   std::string name() const override { return "dgc"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
 
-  // thr from a sample of |v|: the smallest of its top max(1, round(d * samples)).
-  static float sampled_threshold(const SelectContext& ctx, const float* v, int64_t n,
-                                 double sample_fraction);
+  // thr from a sample of |v|: the smallest of its top max(1, round(d * samples)). The
+  // sample (positions drawn from Philox) is gathered on the device and ranked on the host.
+  float sampled_threshold(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& v);
   // The momentum-correction state of a bucket (empty when off or not yet used; tests).
-  const std::vector<float>& velocity(int bucket) const { return state_.at(bucket).u; }
-  const std::vector<float>& accumulation(int bucket) const { return state_.at(bucket).v; }
+  std::vector<float> velocity(int bucket) const { return state_.at(bucket).u.host(); }
+  std::vector<float> accumulation(int bucket) const { return state_.at(bucket).v.host(); }
 
   void save_state(StateWriter& out) const override;
   void load_state(StateReader& in) override;
 
  private:
   struct BucketState {
-    std::vector<float> u;     // velocity
-    std::vector<float> v;     // accumulated velocity (what is sent)
-    std::vector<float> seen;  // the hook's residual after the last step
+    DeviceState u;     // velocity
+    DeviceState v;     // accumulated velocity (what is sent)
+    DeviceState seen;  // the hook's residual after the last step
   };
   DgcOptions opt_;
   std::map<int, BucketState> state_;
+  bulk::Buffer positions_, sample_, candidates_;  // select scratch
+  std::vector<int32_t> host_positions_;
+  std::vector<float> host_sample_;
 };
 
 }  // namespace st

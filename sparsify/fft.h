@@ -1,7 +1,7 @@
 // FFT-based gradient sparsification (Wang et al., "FFT-based Gradient Sparsification for
 // the Distributed Training of Deep Neural Networks", HPDC 2020, arXiv 1811.08596;
 // docs/ALGORITHMS.md "fft"):
-//   per tensor: real FFT (FFTW here; cuFFT R2C in fft_cuda.cu), keep the (1 - theta)
+//   per tensor: real FFT (bulk::Ops::rfft: FFTW on the CPU, cuFFT on CUDA), keep the (1 - theta)
 //   fraction of that tensor's coefficients with the largest magnitude (at least one), quantise
 //   their real and imaginary parts with a range-based float of `bits` bits, pack, exchange
 //   (allgather-sum in the frequency domain), sum, inverse real FFT (scale 1/N), divide by P.
@@ -23,8 +23,6 @@
 #pragma once
 
 #include <map>
-#include <memory>
-#include <mutex>
 #include <vector>
 
 #include "sparsify/quantizers.h"
@@ -39,17 +37,19 @@ class FftSparsifier : public Sparsifier {
   // the second form validates options against that declaration first.
   explicit FftSparsifier(const SpValues& v);
   explicit FftSparsifier(const SparsifierOptions& o);
-  ~FftSparsifier() override;
 
   std::string name() const override { return "fft"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
   bool packs() const override { return true; }
-  void unpack(const SelectContext& ctx, int64_t n, const uint32_t* data, int64_t words,
-              Selection& out) const override;
+  void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
+                 int64_t offset, int64_t count, DeviceSelection& out) const override;
   bool transform_domain() const override { return true; }
   int64_t domain_size(const SelectContext& ctx, int64_t n) const override;
-  void decode(const SelectContext& ctx, const float* coeffs, int64_t n, float* out) override;
+  void decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs, int64_t n,
+                 bulk::Buffer& out) override;
   double state_signature(int bucket) const override;
 
   // theta at iteration t for a density d.
@@ -57,22 +57,16 @@ class FftSparsifier : public Sparsifier {
 
   // One transformed piece: bucket elements [begin, begin + len), domain [coef, coef + 2 (len/2 +
   // 1)).
-  struct Piece {
-    int64_t begin, len, coef;
-  };
+  using Piece = bulk::FftPiece;
   std::vector<Piece> layout(const SelectContext& ctx, int64_t n) const;
 
  private:
-  struct Plans;
-  Plans& plans(int64_t len);
-
   double theta0_, theta_min_, decay_;
   int64_t every_, block_;
   int bits_;
-  std::map<int64_t, std::unique_ptr<Plans>> plans_;  // by transform length
-  std::map<int, double> last_theta_;                 // per bucket (rank-identical)
-  std::vector<float> coef_, mag_;                    // select scratch
-  std::vector<int32_t> keep_, piece_keep_;
+  std::map<int, double> last_theta_;  // per bucket (rank-identical)
+  // select / unpack scratch
+  mutable bulk::Buffer coef_, mag_, keep_, kept_, codes_, header_;
 };
 
 }  // namespace st

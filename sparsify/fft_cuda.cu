@@ -18,12 +18,6 @@ namespace st::fft {
 
 namespace {
 
-__global__ void magnitude_kernel(const float* coef, int64_t ncoef, float* mag) {
-  ST_GRID_STRIDE_LOOP(j, ncoef) {
-    mag[j] = hypotf(coef[2 * j], coef[2 * j + 1]);
-  }
-}
-
 __global__ void scale_kernel(float* x, int64_t n, float s) {
   ST_GRID_STRIDE_LOOP(i, n) {
     x[i] *= s;
@@ -51,36 +45,35 @@ CufftPlans::Plan& CufftPlans::plan(int64_t len) {
   return plans_.emplace(len, p).first->second;
 }
 
-void CufftPlans::forward(const float* x, int64_t len, float* coef) {
-  const int dev = cuda::device_of(x);
-  cuda::DeviceGuard guard(dev);
-  Plan& p = plan(len);
-  ST_CUFFT_CHECK(cufftSetStream(p.r2c, cuda::current_stream(dev)));
-  ST_CUFFT_CHECK(
-      cufftExecR2C(p.r2c, const_cast<cufftReal*>(x), reinterpret_cast<cufftComplex*>(coef)));
-}
-
-void CufftPlans::magnitudes(const float* coef, int64_t ncoef, float* mag) {
-  if (ncoef <= 0) return;
-  const int dev = cuda::device_of(coef);
-  cuda::DeviceGuard guard(dev);
-  magnitude_kernel<<<cuda::grid_for(ncoef), cuda::kBlock, 0, cuda::current_stream(dev)>>>(
-      coef, ncoef, mag);
-  ST_CUDA_CHECK_LAUNCH();
-}
-
-void CufftPlans::inverse(const float* coef, int64_t len, float* out, float* scratch) {
+void CufftPlans::rfft(const float* x, const std::vector<bulk::FftPiece>& pieces, float* coef) {
+  if (pieces.empty()) return;
   const int dev = cuda::device_of(coef);
   cuda::DeviceGuard guard(dev);
   const cudaStream_t s = cuda::current_stream(dev);
-  Plan& p = plan(len);
-  ST_CUDA_CHECK(cudaMemcpyAsync(scratch, coef, sizeof(float) * 2 * (len / 2 + 1),
-                                cudaMemcpyDeviceToDevice, s));
-  ST_CUFFT_CHECK(cufftSetStream(p.c2r, s));
-  ST_CUFFT_CHECK(cufftExecC2R(p.c2r, reinterpret_cast<cufftComplex*>(scratch), out));
-  scale_kernel<<<cuda::grid_for(len), cuda::kBlock, 0, s>>>(out, len,
-                                                            1.0f / static_cast<float>(len));
-  ST_CUDA_CHECK_LAUNCH();
+  for (const bulk::FftPiece& p : pieces) {
+    Plan& pl = plan(p.len);
+    ST_CUFFT_CHECK(cufftSetStream(pl.r2c, s));
+    ST_CUFFT_CHECK(cufftExecR2C(pl.r2c, const_cast<cufftReal*>(x + p.begin),
+                                reinterpret_cast<cufftComplex*>(coef + p.coef)));
+  }
+}
+
+void CufftPlans::irfft(const float* coef, const std::vector<bulk::FftPiece>& pieces, float* out,
+                       float* scratch) {
+  if (pieces.empty()) return;
+  const int dev = cuda::device_of(coef);
+  cuda::DeviceGuard guard(dev);
+  const cudaStream_t s = cuda::current_stream(dev);
+  for (const bulk::FftPiece& p : pieces) {
+    Plan& pl = plan(p.len);
+    ST_CUDA_CHECK(cudaMemcpyAsync(scratch, coef + p.coef, sizeof(float) * 2 * (p.len / 2 + 1),
+                                  cudaMemcpyDeviceToDevice, s));
+    ST_CUFFT_CHECK(cufftSetStream(pl.c2r, s));
+    ST_CUFFT_CHECK(cufftExecC2R(pl.c2r, reinterpret_cast<cufftComplex*>(scratch), out + p.begin));
+    scale_kernel<<<cuda::grid_for(p.len), cuda::kBlock, 0, s>>>(out + p.begin, p.len,
+                                                                1.0f / static_cast<float>(p.len));
+    ST_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace st::fft

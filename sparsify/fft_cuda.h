@@ -1,11 +1,15 @@
-// cuFFT twin of the FFT sparsifier's transforms (sparsify/fft.cpp; Wang et al., HPDC 2020):
-// R2C forward into the same interleaved (re, im) half-spectrum layout as the CPU domain,
-// coefficient magnitudes, and the C2R inverse scaled by 1/N. Device buffers, the device's
-// current stream, plans cached per length. Built with the CUDA backend only.
+// cuFFT behind the real-FFT passes of bulk::Ops (Ops::rfft / Ops::irfft; the FFT
+// sparsifier of Wang et al., HPDC 2020): R2C per piece into the interleaved (re, im)
+// half-spectrum layout of the CPU implementation, and the C2R inverse scaled by 1/N (a
+// float multiplication, as on the CPU). Device buffers, the device's current stream,
+// plans cached per length. Built with the CUDA backend only.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <vector>
+
+#include "sparsify/bulk/bulk_ops.h"
 
 namespace st::fft {
 
@@ -16,12 +20,12 @@ class CufftPlans {
   CufftPlans(const CufftPlans&) = delete;
   CufftPlans& operator=(const CufftPlans&) = delete;
 
-  // coef: 2 (len/2 + 1) floats.
-  void forward(const float* x, int64_t len, float* coef);
-  // mag[j] = |coef_j| for ncoef complex coefficients.
-  static void magnitudes(const float* coef, int64_t ncoef, float* mag);
-  // out = IFFT(coef) / len; `scratch` holds 2 (len/2 + 1) floats (C2R overwrites its input).
-  void inverse(const float* coef, int64_t len, float* out, float* scratch);
+  // coef[p.coef, p.coef + 2 (p.len/2 + 1)) = the half spectrum of x[p.begin, + p.len).
+  void rfft(const float* x, const std::vector<bulk::FftPiece>& pieces, float* coef);
+  // out[p.begin, + p.len) = IFFT(coef of the piece) * (1 / len); `scratch` holds the
+  // largest piece's 2 (len/2 + 1) floats (C2R overwrites its input).
+  void irfft(const float* coef, const std::vector<bulk::FftPiece>& pieces, float* out,
+             float* scratch);
 
  private:
   struct Plan {

@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/kernels/blas.h"
 #include "core/rng.h"
 
 namespace st {
@@ -57,45 +56,58 @@ void PowerSgd::orthogonalize(float* m, int64_t rows, int64_t cols) {
 }
 
 // Q starts as i.i.d. normal numbers drawn from (seed, bucket) only, so every rank holds
-// the same Q; without warm start it is redrawn every step (stream includes t).
-PowerSgd::State& PowerSgd::state(const SelectContext& ctx, const std::vector<Block>& blocks) {
+// the same Q; without warm start it is redrawn every step (stream includes t). Drawn on
+// the host (q_size = sum (cols x rank): small) and uploaded.
+PowerSgd::State& PowerSgd::state(bulk::Ops& ops, const SelectContext& ctx,
+                                 const std::vector<Block>& blocks) {
   int64_t q_size = 0;
   for (const Block& b : blocks) q_size += b.cols * b.rank;
   State& s = state_[ctx.bucket];
-  if (static_cast<int64_t>(s.q.size()) == q_size && warm_start_) return s;
+  if (s.q.size() == q_size && !s.q.empty() && warm_start_) {
+    s.q.bind(ops, q_size);
+    return s;
+  }
   ST_CHECK(s.q.empty() || !warm_start_, "powersgd: bucket ", ctx.bucket, " changed layout (",
            s.q.size(), " warm-start values, now ", q_size, ")");
   const uint64_t stream = (static_cast<uint64_t>(static_cast<uint32_t>(ctx.bucket)) << 40) ^
                           (warm_start_ ? 0 : static_cast<uint64_t>(ctx.iteration)) ^
                           0x504F57455253ull;  // "POWERS"
-  s.q.resize(q_size);
+  std::vector<float> q(static_cast<size_t>(q_size));
   for (int64_t i = 0; i < q_size; ++i) {
     const float u1 = std::max(philox_uniform(ctx.seed, stream, 2 * i), 1e-7f);
     const float u2 = philox_uniform(ctx.seed, stream, 2 * i + 1);
-    s.q[i] = std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
+    q[static_cast<size_t>(i)] = std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
   }
+  s.q.assign(ops, q);
   return s;
 }
 
-void PowerSgd::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  const std::vector<Block> blocks = layout(ctx, n);
-  State& s = state(ctx, blocks);
+void PowerSgd::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                         DeviceSelection& out) {
+  const std::vector<Block> blocks = layout(ctx, x.size());
+  State& s = state(ops, ctx, blocks);
   int64_t p_size = 0;
   for (const Block& b : blocks) p_size += b.rows * b.rank;
-  out.values.assign(p_size, 0.0f);
-  float* p = out.values.data();
-  const float* q = s.q.data();
+  ops.resize(out.values, bulk::Elem::F32, p_size);
+  ops.fill(out.values, {0, p_size}, 0.0f);
+  ops.resize(out.indices, bulk::Elem::I32, 0);
+  int64_t p = 0, q = 0;
   for (const Block& b : blocks) {
     if (b.rank == 0) continue;
-    cpu::gemm(false, false, b.rows, b.rank, b.cols, 1.0f, x + b.begin, q, 0.0f, p);  // P = M Q
+    ops.gemm(false, false, b.rows, b.rank, b.cols, 1.0f, x, b.begin, s.q.buf(), q, 0.0f, out.values,
+             p);  // P = M Q
     p += b.rows * b.rank;
     q += b.cols * b.rank;
   }
 }
 
-void PowerSgd::second_message(const SelectContext& ctx, const float* x, int64_t n,
-                              const float* first_sum, std::vector<float>& out) {
-  const std::vector<Block> blocks = layout(ctx, n);
+// P^ = Gram-Schmidt of the summed P, block by block. P has rows x rank entries per block
+// (a few thousand floats), and the columns are orthogonalised one after another: the
+// host does it between one download and one upload, where a device would run rank^2
+// tiny dependent passes.
+void PowerSgd::second_message_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                                 const bulk::Buffer& first_sum, bulk::Buffer& out) {
+  const std::vector<Block> blocks = layout(ctx, x.size());
   State& s = state_.at(ctx.bucket);
   int64_t p_size = 0, q_size = 0, dense = 0;
   for (const Block& b : blocks) {
@@ -103,68 +115,85 @@ void PowerSgd::second_message(const SelectContext& ctx, const float* x, int64_t 
     q_size += b.cols * b.rank;
     dense += b.rank == 0 ? b.cols : 0;
   }
-  s.phat.assign(first_sum, first_sum + p_size);
-  out.resize(q_size + dense);
-  float* ph = s.phat.data();
-  float* q = out.data();
-  float* d = out.data() + q_size;
+  s.host.resize(static_cast<size_t>(p_size));
+  ops.download(first_sum, 0, p_size, s.host.data());
+  float* ph = s.host.data();
+  for (const Block& b : blocks) {
+    if (b.rank == 0) continue;
+    orthogonalize(ph, b.rows, b.rank);
+    ph += b.rows * b.rank;
+  }
+  ops.upload(s.host.data(), bulk::Elem::F32, p_size, s.phat);
+  ops.resize(out, bulk::Elem::F32, q_size + dense);
+  int64_t p = 0, q = 0, d = q_size;
   for (const Block& b : blocks) {
     if (b.rank == 0) {
-      std::copy(x + b.begin, x + b.begin + b.cols, d);
+      ops.copy(x, b.begin, out, d, b.cols);
       d += b.cols;
       continue;
     }
-    orthogonalize(ph, b.rows, b.rank);
-    cpu::gemm(true, false, b.cols, b.rank, b.rows, 1.0f, x + b.begin, ph, 0.0f, q);  // M^T P^
-    ph += b.rows * b.rank;
+    ops.gemm(true, false, b.cols, b.rank, b.rows, 1.0f, x, b.begin, s.phat, p, 0.0f, out,
+             q);  // M^T P^
+    p += b.rows * b.rank;
     q += b.cols * b.rank;
   }
 }
 
-void PowerSgd::decode(const SelectContext& ctx, const float* coeffs, int64_t n, float* out) {
+void PowerSgd::decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs,
+                         int64_t n, bulk::Buffer& out) {
   const std::vector<Block> blocks = layout(ctx, n);
-  const State& s = state_.at(ctx.bucket);
+  State& s = state_.at(ctx.bucket);
   int64_t q_size = 0;
   for (const Block& b : blocks) q_size += b.cols * b.rank;
-  const float* ph = s.phat.data();
-  const float* q = coeffs;
-  const float* d = coeffs + q_size;
+  ops.resize(out, bulk::Elem::F32, n);
+  int64_t p = 0, q = 0, d = q_size;
   for (const Block& b : blocks) {
     if (b.rank == 0) {
-      std::copy(d, d + b.cols, out + b.begin);
+      ops.copy(coeffs, d, out, b.begin, b.cols);
       d += b.cols;
       continue;
     }
-    cpu::gemm(false, true, b.rows, b.cols, b.rank, 1.0f, ph, q, 0.0f, out + b.begin);  // P^ Q^T
-    ph += b.rows * b.rank;
+    ops.gemm(false, true, b.rows, b.cols, b.rank, 1.0f, s.phat, p, coeffs, q, 0.0f, out,
+             b.begin);  // P^ Q^T
+    p += b.rows * b.rank;
     q += b.cols * b.rank;
   }
 }
 
-// Warm start: the next step's Q is this step's average Q (identical on every rank).
+// Warm start: the next step's Q is this step's average Q (identical on every rank), copied
+// on the device by the Ops of this exchange. A host sum (callers without buffers) is
+// uploaded the same way.
 void PowerSgd::observe(const ExchangeFeedback& fb) {
-  if (!warm_start_ || fb.summed == nullptr) return;
+  if (!warm_start_ || (fb.summed_buffer == nullptr && fb.summed == nullptr)) return;
   State& s = state_.at(fb.bucket);
+  bulk::Ops* ops = s.q.ops();
+  ST_CHECK(ops != nullptr, "powersgd: feedback for bucket ", fb.bucket, " before its selection");
+  const int64_t q_size = s.q.size();
   const float inv = 1.0f / static_cast<float>(std::max<size_t>(1, fb.rank_counts.size()));
-  ST_CHECK(fb.summed_size >= static_cast<int64_t>(s.q.size()), "powersgd: summed message of ",
-           fb.summed_size, " floats for ", s.q.size(), " warm-start values");
-  for (size_t i = 0; i < s.q.size(); ++i) s.q[i] = fb.summed[i] * inv;
+  ST_CHECK(fb.summed_size >= q_size, "powersgd: summed message of ", fb.summed_size, " floats for ",
+           q_size, " warm-start values");
+  if (fb.summed_buffer != nullptr) {
+    ops->copy(*fb.summed_buffer, 0, s.q.buf(), 0, q_size);
+  } else {
+    s.q.assign(*ops, std::vector<float>(fb.summed, fb.summed + q_size));
+  }
+  ops->scale(s.q.buf(), {0, q_size}, inv);
 }
 
 double PowerSgd::state_signature(int bucket) const {
   auto it = state_.find(bucket);
   if (it == state_.end()) return 0.0;
   double sum = 0;
-  for (float v : it->second.q) sum += v;
+  for (float v : it->second.q.host()) sum += v;
   return sum;
 }
 
 void PowerSgd::save_state(StateWriter& out) const {
-  out.put_buckets(state_, [](StateWriter& w, const State& s) { w.put_vector(s.q); });
+  out.put_buckets(state_, [](StateWriter& w, const State& s) { s.q.save(w); });
 }
 
 void PowerSgd::load_state(StateReader& in) {
-  in.get_buckets(state_, [](StateReader& r, State& s) { s.q = r.get_vector<float>(); });
+  in.get_buckets(state_, [](StateReader& r, State& s) { s.q.load(r); });
 }
 
 }  // namespace st

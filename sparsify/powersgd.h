@@ -13,6 +13,7 @@
 
 #include <map>
 
+#include "sparsify/device_state.h"
 #include "sparsify/sp_keys.h"
 #include "sparsify/sparsifier.h"
 
@@ -23,10 +24,13 @@ class PowerSgd : public Sparsifier {
   explicit PowerSgd(const SpValues& v);
   std::string name() const override { return "powersgd"; }
   ExchangePattern pattern() const override { return ExchangePattern::LowRank; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
-  void second_message(const SelectContext& ctx, const float* x, int64_t n, const float* first_sum,
-                      std::vector<float>& out) override;
-  void decode(const SelectContext& ctx, const float* coeffs, int64_t n, float* out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
+  void second_message_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                         const bulk::Buffer& first_sum, bulk::Buffer& out) override;
+  void decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs, int64_t n,
+                 bulk::Buffer& out) override;
   void observe(const ExchangeFeedback& fb) override;
   double state_signature(int bucket) const override;
   void save_state(StateWriter& out) const override;
@@ -45,10 +49,11 @@ class PowerSgd : public Sparsifier {
 
  private:
   struct State {
-    std::vector<float> q;     // warm-start Q of every compressed block, concatenated
-    std::vector<float> phat;  // this step's orthogonalised P
+    DeviceState q;            // warm-start Q of every compressed block, concatenated
+    bulk::Buffer phat;        // this step's orthogonalised P
+    std::vector<float> host;  // P on the host for Gram-Schmidt
   };
-  State& state(const SelectContext& ctx, const std::vector<Block>& blocks);
+  State& state(bulk::Ops& ops, const SelectContext& ctx, const std::vector<Block>& blocks);
 
   int64_t rank_;
   int64_t min_size_;

@@ -67,54 +67,39 @@ RangeFloat range_float_unpack(uint32_t w) {
   return f;
 }
 
-void BitWriter::put(uint32_t code, int bits) {
-  acc_ |= static_cast<uint64_t>(code & static_cast<uint32_t>((uint64_t{1} << bits) - 1)) << fill_;
-  fill_ += bits;
-  if (fill_ >= 32) {
-    out_.push_back(static_cast<uint32_t>(acc_));
-    acc_ >>= 32;
-    fill_ -= 32;
-  }
-}
-
-void BitWriter::flush() {
-  if (fill_ > 0) out_.push_back(static_cast<uint32_t>(acc_));
-  acc_ = 0;
-  fill_ = 0;
-}
-
-uint32_t BitReader::get(int bits) {
-  if (fill_ < bits) {
-    ST_CHECK(next_ < words_, "packed message ends early (", words_, " words)");
-    acc_ |= static_cast<uint64_t>(data_[next_++]) << fill_;
-    fill_ += 32;
-  }
-  const uint32_t v = static_cast<uint32_t>(acc_ & ((uint64_t{1} << bits) - 1));
-  acc_ >>= bits;
-  fill_ -= bits;
-  return v;
-}
-
 int64_t words_for_bits(int64_t bits) {
   return (bits + 31) / 32;
-}
-
-int qsgd_code_bits(int32_t s) {
-  return 1 + ceil_log2(static_cast<int64_t>(s) + 1);
 }
 
 }  // namespace st::quant
 
 namespace st {
 
-namespace {
+using bulk::Elem;
 
-int64_t chunks_of(int64_t n, int64_t chunk) {
-  return chunk > 0 ? (n + chunk - 1) / chunk : (n > 0 ? 1 : 0);
-}
+namespace {
 
 void check_words(const std::string& who, int64_t words, int64_t want) {
   ST_CHECK(words == want, who, ": packed message has ", words, " words, expected ", want);
+}
+
+// Scales first, then the codes: the sparsifiers' wire format.
+void pack_message(bulk::Ops& ops, const bulk::QuantSpec& q, const bulk::Buffer& scales,
+                  const bulk::Buffer& codes, bulk::Buffer& packed) {
+  const int64_t g = scales.size();
+  ops.resize(packed, Elem::U32, g + quant::words_for_bits(codes.size() * q.bits()));
+  ops.copy(scales, 0, packed, 0, g);
+  ops.pack_bits(codes, q.bits(), packed, g);
+}
+
+void unpack_message(bulk::Ops& ops, const bulk::QuantSpec& q, const std::string& who, int64_t n,
+                    const bulk::Buffer& words, int64_t offset, int64_t count, bulk::Buffer& codes,
+                    DeviceSelection& out) {
+  const int64_t g = q.groups(n);
+  check_words(who, count, g + quant::words_for_bits(n * q.bits()));
+  ops.unpack_bits(words, offset + g, n, q.bits(), codes);
+  ops.dequantize(q, codes, words, offset, out.values);
+  ops.iota(out.indices, n, 0);
 }
 
 }  // namespace
@@ -124,53 +109,27 @@ Qsgd::Qsgd(const SpValues& v)
 
 Qsgd::Qsgd(const SparsifierOptions& o) : Qsgd(sp_values("qsgd", o)) {}
 
-void Qsgd::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  const int64_t chunk = chunk_ > 0 ? chunk_ : n, chunks = chunks_of(n, chunk_);
-  const int bits = quant::qsgd_code_bits(levels_);
-  const uint64_t stream = quant::rounding_stream(ctx.rank, ctx.bucket, ctx.iteration);
-  out.indices.resize(n);
-  out.values.resize(n);
-  std::vector<int32_t> level(n);
-  std::vector<float> norms(chunks);
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t b = c * chunk, e = std::min(n, b + chunk);
-    double sq = 0;
-    for (int64_t i = b; i < e; ++i) sq += static_cast<double>(x[i]) * x[i];
-    const float norm = static_cast<float>(std::sqrt(sq));
-    norms[c] = norm;
-    for (int64_t i = b; i < e; ++i) {
-      level[i] = quant::qsgd_level(x[i], norm, levels_, philox_uniform(ctx.seed, stream, i));
-      out.indices[i] = static_cast<int32_t>(i);
-      out.values[i] = quant::qsgd_value(level[i], norm, levels_);
-    }
-  }
-  out.packed.clear();
-  out.packed.reserve(chunks + quant::words_for_bits(n * bits));
-  for (float v : norms) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    out.packed.push_back(u);
-  }
-  quant::BitWriter w(out.packed);
-  for (int64_t i = 0; i < n; ++i) w.put(quant::level_code(level[i], bits), bits);
-  w.flush();
+bulk::QuantSpec Qsgd::spec(const SelectContext& ctx) const {
+  bulk::QuantSpec q;
+  q.kind = bulk::QuantKind::Qsgd;
+  q.chunk = chunk_;
+  q.levels = levels_;
+  q.seed = ctx.seed;
+  q.stream = quant::rounding_stream(ctx.rank, ctx.bucket, ctx.iteration);
+  return q;
 }
 
-void Qsgd::unpack(const SelectContext&, int64_t n, const uint32_t* data, int64_t words,
-                  Selection& out) const {
-  const int64_t chunk = chunk_ > 0 ? chunk_ : n, chunks = chunks_of(n, chunk_);
-  const int bits = quant::qsgd_code_bits(levels_);
-  check_words("qsgd", words, chunks + quant::words_for_bits(n * bits));
-  quant::BitReader r(data + chunks, words - chunks);
-  out.indices.resize(n);
-  out.values.resize(n);
-  for (int64_t i = 0; i < n; ++i) {
-    float norm;
-    std::memcpy(&norm, data + i / chunk, 4);
-    out.indices[i] = static_cast<int32_t>(i);
-    out.values[i] = quant::qsgd_value(quant::code_level(r.get(bits), bits), norm, levels_);
-  }
+void Qsgd::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                     DeviceSelection& out) {
+  const bulk::QuantSpec q = spec(ctx);
+  ops.quantize(q, x, scales_, codes_, out.values);
+  pack_message(ops, q, scales_, codes_, out.packed);
+  ops.iota(out.indices, x.size(), 0);
+}
+
+void Qsgd::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
+                     int64_t offset, int64_t count, DeviceSelection& out) const {
+  unpack_message(ops, spec(ctx), "qsgd", n, words, offset, count, codes_, out);
 }
 
 TernGrad::TernGrad(const SpValues& v)
@@ -178,57 +137,28 @@ TernGrad::TernGrad(const SpValues& v)
 
 TernGrad::TernGrad(const SparsifierOptions& o) : TernGrad(sp_values("terngrad", o)) {}
 
-void TernGrad::select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) {
-  const int64_t chunk = chunk_ > 0 ? chunk_ : n, chunks = chunks_of(n, chunk_);
-  const uint64_t stream = quant::rounding_stream(ctx.rank, ctx.bucket, ctx.iteration);
-  out.indices.resize(n);
-  out.values.resize(n);
-  std::vector<int32_t> level(n);
-  std::vector<float> scales(chunks);
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t b = c * chunk, e = std::min(n, b + chunk);
-    float mx = 0;
-    double sum = 0, sumsq = 0;
-#pragma omp parallel for reduction(max : mx) reduction(+ : sum, sumsq) schedule(static) if (e - b > 65536)
-    for (int64_t i = b; i < e; ++i) {
-      mx = std::max(mx, std::abs(x[i]));
-      sum += x[i];
-      sumsq += static_cast<double>(x[i]) * x[i];
-    }
-    mx = quant::terngrad_scale(mx, sum, sumsq, e - b, clip_);
-    scales[c] = mx;
-#pragma omp parallel for schedule(static) if (e - b > 65536)
-    for (int64_t i = b; i < e; ++i) {
-      level[i] = quant::terngrad_level(x[i], mx, philox_uniform(ctx.seed, stream, i));
-      out.indices[i] = static_cast<int32_t>(i);
-      out.values[i] = quant::terngrad_value(level[i], mx);
-    }
-  }
-  out.packed.clear();
-  out.packed.reserve(chunks + quant::words_for_bits(2 * n));
-  for (float v : scales) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    out.packed.push_back(u);
-  }
-  quant::BitWriter w(out.packed);
-  for (int64_t i = 0; i < n; ++i) w.put(quant::level_code(level[i], 2), 2);
-  w.flush();
+bulk::QuantSpec TernGrad::spec(const SelectContext& ctx) const {
+  bulk::QuantSpec q;
+  q.kind = bulk::QuantKind::TernGrad;
+  q.chunk = chunk_;
+  q.clip = clip_;
+  q.seed = ctx.seed;
+  q.stream = quant::rounding_stream(ctx.rank, ctx.bucket, ctx.iteration);
+  return q;
 }
 
-void TernGrad::unpack(const SelectContext&, int64_t n, const uint32_t* data, int64_t words,
-                      Selection& out) const {
-  const int64_t chunk = chunk_ > 0 ? chunk_ : n, chunks = chunks_of(n, chunk_);
-  check_words("terngrad", words, chunks + quant::words_for_bits(2 * n));
-  quant::BitReader r(data + chunks, words - chunks);
-  out.indices.resize(n);
-  out.values.resize(n);
-  for (int64_t i = 0; i < n; ++i) {
-    float scale;
-    std::memcpy(&scale, data + i / chunk, 4);
-    out.indices[i] = static_cast<int32_t>(i);
-    out.values[i] = quant::terngrad_value(quant::code_level(r.get(2), 2), scale);
-  }
+void TernGrad::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                         DeviceSelection& out) {
+  const bulk::QuantSpec q = spec(ctx);
+  ops.quantize(q, x, scales_, codes_, out.values);
+  pack_message(ops, q, scales_, codes_, out.packed);
+  ops.iota(out.indices, x.size(), 0);
+}
+
+void TernGrad::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
+                         const bulk::Buffer& words, int64_t offset, int64_t count,
+                         DeviceSelection& out) const {
+  unpack_message(ops, spec(ctx), "terngrad", n, words, offset, count, codes_, out);
 }
 
 }  // namespace st

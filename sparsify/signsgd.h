@@ -18,16 +18,21 @@ class SignSgd : public Sparsifier {
   explicit SignSgd(const SpValues& v);
   std::string name() const override { return "signsgd"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
   bool packs() const override { return true; }
-  void unpack(const SelectContext& ctx, int64_t n, const uint32_t* data, int64_t words,
-              Selection& out) const override;
+  void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
+                 int64_t offset, int64_t count, DeviceSelection& out) const override;
 
   // Start offsets of the scale groups: the bucket's tensors, or the whole bucket.
   std::vector<int64_t> groups(const SelectContext& ctx) const;
 
  private:
+  bulk::QuantSpec spec(const SelectContext& ctx) const;
+
   bool per_tensor_;
+  mutable bulk::Buffer codes_, scales_;  // select / unpack scratch
 };
 
 }  // namespace st

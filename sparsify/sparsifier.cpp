@@ -28,9 +28,12 @@ const char* pattern_name(ExchangePattern p) {
 // they stay correct under any implementation. CPU buckets only.
 namespace {
 
-// Host copies, kept per thread so a bucket's worth is not reallocated every call.
+// Host copies and host-form results, kept per thread so a bucket's worth is not
+// reallocated every call.
 struct HostScratch {
   std::vector<float> x, grad, aux, first, out;
+  std::vector<uint32_t> words;
+  Selection sel;
 };
 HostScratch& scratch() {
   thread_local HostScratch s;
@@ -90,7 +93,8 @@ void Sparsifier::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk:
   SelectContext c = ctx;
   if (ctx.grad_buffer) c.grad = host_view(ops, *ctx.grad_buffer, 0, n, h.grad);
   if (ctx.aux_buffer) c.aux = host_view(ops, *ctx.aux_buffer, 0, n, h.aux);
-  Selection sel;
+  Selection& sel = h.sel;
+  sel.clear();
   select(c, host_view(ops, x, 0, n, h.x), n, sel);
   upload_selection(ops, sel, out);
   out.threshold = sel.threshold;
@@ -102,9 +106,10 @@ void Sparsifier::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
                            const bulk::Buffer& words, int64_t offset, int64_t count,
                            DeviceSelection& out) const {
   check_cpu(ops, *this);
-  std::vector<uint32_t> copy;
-  Selection sel;
-  unpack(ctx, n, host_view(ops, words, offset, count, copy), count, sel);
+  HostScratch& h = scratch();
+  Selection& sel = h.sel;
+  sel.clear();
+  unpack(ctx, n, host_view(ops, words, offset, count, h.words), count, sel);
   sel.packed.clear();
   upload_selection(ops, sel, out);
 }

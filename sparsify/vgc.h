@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "comm/reducer.h"
+#include "sparsify/device_state.h"
 #include "sparsify/sp_keys.h"
 #include "sparsify/sparsifier.h"
 
@@ -45,17 +46,17 @@ class Vgc : public Sparsifier {
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   bool sends_at_least_one() const override { return false; }
   bool uses_sq_grads() const override { return true; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override;
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override;
+  bool device_ready() const override { return true; }
   bool packs() const override { return true; }
-  void unpack(const SelectContext& ctx, int64_t n, const uint32_t* data, int64_t words,
-              Selection& out) const override;
+  void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
+                 int64_t offset, int64_t count, DeviceSelection& out) const override;
   // Accumulated variance of a bucket (tests).
-  const std::vector<float>& variance(int bucket) const { return v_.at(bucket); }
+  std::vector<float> variance(int bucket) const { return v_.at(bucket).host(); }
 
-  // The 32-bit entry layout for a bucket of n elements.
+  // The index field's width for a bucket of n elements (entries: quant::vgc_encode).
   static int index_bits(int64_t n);
-  static uint32_t encode(int32_t index, float value, float scale, int index_bits);
-  static void decode(uint32_t word, float scale, int index_bits, int32_t& index, float& value);
 
   void save_state(StateWriter& out) const override;
   void load_state(StateReader& in) override;
@@ -63,7 +64,7 @@ class Vgc : public Sparsifier {
  private:
   double alpha_, zeta_, tau_;
   int64_t batch_;
-  std::map<int, std::vector<float>> v_;
+  std::map<int, DeviceState> v_;
 };
 
 // g^2 / B: the fallback estimate of s / B^2 for n elements of raw gradient g.

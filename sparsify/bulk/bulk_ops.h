@@ -14,6 +14,7 @@
 // (sparsify/partition_math.h, sparsify/quantizers.h, ...), not here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "core/device.h"
 #include "core/tensor.h"
 #include "sparsify/partition_math.h"
+#include "sparsify/quant_math.h"
 #include "sparsify/sidco_moments.h"
 
 namespace st {
@@ -58,6 +60,54 @@ struct Stats {
 // Smallest and largest entry of an index buffer (Ops::index_bounds).
 struct IndexBounds {
   int64_t min = 0, max = -1;
+};
+
+// --- Types of the quantisation, transform and dense-algebra section (Ops below) ---
+
+// What Ops::quantize computes. Groups share one scale: fixed chunks of `chunk` elements
+// (the last one shorter) when chunk > 0, else the groups starting at `starts` (ascending,
+// starts[0] = 0; the last one runs to the end).
+enum class QuantKind : uint8_t {
+  Qsgd,      // scale = L2 norm; code = level_code(qsgd_level(...), bits)
+  TernGrad,  // scale = terngrad_scale(max |x|, sum, sum sq, len, clip); 2-bit level code
+  Sign,      // scale = L1 norm / len (EF-signSGD); code = 1 when x < 0
+};
+struct QuantSpec {
+  QuantKind kind = QuantKind::Qsgd;
+  int64_t chunk = 0;
+  std::vector<int64_t> starts;
+  int32_t levels = 1;             // QSGD s
+  float clip = 0;                 // TernGrad c (<= 0: off)
+  uint64_t seed = 0, stream = 0;  // Philox key of the stochastic rounding (QSGD, TernGrad)
+  // Bits of one code: QSGD sign + ceil(log2(s + 1)), TernGrad 2, Sign 1.
+  int bits() const {
+    if (kind != QuantKind::Qsgd) return kind == QuantKind::TernGrad ? 2 : 1;
+    int b = 0;
+    while ((int64_t{1} << b) < int64_t{levels} + 1) ++b;
+    return 1 + b;
+  }
+  // The number of groups of n elements, and group g's range.
+  int64_t groups(int64_t n) const {
+    if (chunk > 0) return (n + chunk - 1) / chunk;
+    return starts.empty() ? (n > 0 ? 1 : 0) : static_cast<int64_t>(starts.size());
+  }
+  part::Range group(int64_t g, int64_t n) const {
+    if (chunk > 0) return {g * chunk, std::min(n, (g + 1) * chunk)};
+    if (starts.empty()) return {0, n};
+    const auto u = static_cast<size_t>(g);
+    return {starts[u], u + 1 < starts.size() ? starts[u + 1] : n};
+  }
+};
+
+// One real transform: bucket elements [begin, begin + len) <-> the half spectrum at
+// [coef, coef + 2 (len/2 + 1)) of the coefficient buffer, interleaved (re, im).
+struct FftPiece {
+  int64_t begin = 0, len = 0, coef = 0;
+};
+
+// One range of Ops::topk_abs_ranges: the k largest |x| of [begin, end).
+struct TopkRange {
+  int64_t begin = 0, end = 0, k = 0;
 };
 
 // The interface. Ranges are [begin, end) inside the buffer; indices are int32 positions
@@ -185,6 +235,93 @@ class Ops {
   // out_vals must not alias x or pos. The compaction is exact on every implementation.
   virtual sidco::Moments exceed_compact(const Buffer& x, part::Range r, float tau,
                                         const Buffer* pos, Buffer& out_idx, Buffer& out_vals) = 0;
+
+  // --- Quantisation, transforms, dense algebra (DGC, VGC, the quantisers, EF-signSGD,
+  // FFT, PowerSGD). "Bit-exact" below means CPU and CUDA give the same bits for the same
+  // inputs; per-element formulas are the ST_HD ones in sparsify/quant_math.h. ---
+
+  // DGC momentum correction (Lin et al., ICLR 2018, eqs. 6-7) on the gradient g = x - seen,
+  // for i < x.size(): u = m u + (x - seen); v = v + u; seen = x (float arithmetic, in this
+  // order). Bit-exact up to the contraction of m u + g into one FMA, which each compiler
+  // decides (the CPU build may fuse it).
+  virtual void dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) = 0;
+
+  // VGC's variance test (Tsuzuku et al. 2018) over i < x.size(), with add = aux[i] when
+  // `aux` is given, else grad[i] * grad[i] * inv_batch (one of the two is given):
+  //   vi = v[i] + add; send when x[i]^2 > alpha vi or (tau > 0 and |x[i]| > tau);
+  //   sent: v[i] = 0 and i goes to `out` (I32, ascending); unsent: v[i] = vi * zeta.
+  // Returns the largest |x| sent (0 when none; host value, the call waits). Bit-exact up to
+  // FMA contraction of the products.
+  virtual float vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch,
+                         float alpha, float zeta, float tau, Buffer& v, Buffer& out) = 0;
+  // VGC's wire words for the selection `idx`: packed (U32, idx.size() + 1 words) = the bits
+  // of `scale`, then quant::vgc_encode(idx[j], x[idx[j]], scale, index_bits) per entry;
+  // values (F32) = quant::vgc_value of each word. Bit-exact.
+  virtual void vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index_bits,
+                        Buffer& packed, Buffer& values) = 0;
+  // The inverse: the `count` >= 1 words of `words` from `offset` (a scale word, then
+  // entries) to idx (I32) and values (F32), count - 1 each. Bit-exact.
+  virtual void vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int index_bits,
+                          Buffer& idx, Buffer& values) = 0;
+
+  // Quantises x (n = x.size()) per group of `q` (QuantSpec): scales (F32, one per group),
+  // codes (U32, n, q.bits() bits each) and values (F32, n; the dequantised x). Stochastic
+  // rounding takes u_i = philox_uniform(q.seed, q.stream, i). Scales sum in double: the
+  // L2 norm is sqrt of the squares summed in index order (rounded to float); the L1 mean
+  // is the sum of |x| divided by the length; TernGrad sums x and x^2. Given equal scales,
+  // codes and values are bit-exact; the scales themselves may differ in the last bits
+  // between implementations (summation order; the CPU sums a group of more than 65536
+  // elements of TernGrad and Sign in OpenMP thread order).
+  virtual void quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
+                        Buffer& values) = 0;
+  // values (F32, codes.size()) = the dequantised codes of `q`, the group scales read as
+  // float bits from words[scales_at + g] (the wire format keeps them there). Bit-exact.
+  virtual void dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& words,
+                          int64_t scales_at, Buffer& values) = 0;
+  // Bit packing, least significant bit first: code j occupies bits [j bits, (j + 1) bits)
+  // of the stream words[at], words[at + 1], ...; only the low `bits` (1..32) of each code
+  // count; the ceil(codes.size() bits / 32) words written have their unused high bits zero.
+  // `words` (U32) must already hold them. Bit-exact.
+  virtual void pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at) = 0;
+  // codes (U32, `count`) = the inverse, from words[at ...] (which must hold them).
+  virtual void unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits,
+                           Buffer& codes) = 0;
+  // codes (U32) = quant::range_float_encode(f, x[i]) and values (F32) = their decoding.
+  // Bit-exact.
+  virtual void range_float_quantize(const quant::RangeFloat& f, const Buffer& x, Buffer& codes,
+                                    Buffer& values) = 0;
+  // values (F32, codes.size()) = quant::range_float_decode(f, codes[i]). Bit-exact.
+  virtual void range_float_dequantize(const quant::RangeFloat& f, const Buffer& codes,
+                                      Buffer& values) = 0;
+  // The smallest non-zero |x| in r (0 when there is none); host value. Bit-exact.
+  virtual float abs_min_nonzero(const Buffer& x, part::Range r) = 0;
+
+  // Real FFTs per piece (FftPiece): rfft writes each piece's unnormalised half spectrum
+  // of x into coef (F32, sized by the caller to cover every piece); irfft writes
+  // out[begin, begin + len) = (inverse real FFT of the piece's coefficients) * (1 / len),
+  // the scale a float multiplication, leaving `coef` unchanged. FFTW on the CPU, cuFFT on
+  // CUDA: equal up to rounding (about 1e-6 relative), not bit-exact.
+  virtual void rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer& coef) = 0;
+  virtual void irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buffer& out) = 0;
+  // mag (F32, coef.size() / 2) = re^2 + im^2 of each interleaved complex coefficient, as
+  // re * re + im * im in float (CUDA without contraction: __fmul_rn / __fadd_rn). Bit-exact.
+  virtual void sq_magnitudes(const Buffer& coef, Buffer& mag) = 0;
+  // Exact top-k by |x| inside each range (ascending, disjoint; 1 <= k <= its length), ties
+  // to the lower index, the ranges' positions concatenated in `out` (I32, ascending).
+  // Returns the smallest of the ranges' k-th largest |x| (+inf with no ranges). Bit-exact.
+  virtual float topk_abs_ranges(const Buffer& x, const std::vector<TopkRange>& ranges,
+                                Buffer& out) = 0;
+  // out (I32, 2 idx.size()): out[2j] = 2 idx[j], out[2j + 1] = 2 idx[j] + 1 (a complex
+  // coefficient's positions among interleaved floats). Bit-exact.
+  virtual void pair_indices(const Buffer& idx, Buffer& out) = 0;
+
+  // C[c_off ...] = alpha op(A) op(B) + beta C: row-major with natural leading dimensions,
+  // op(A) m x k (A stored k x m when trans_a) from A[a_off], op(B) k x n from B[b_off],
+  // C m x n (F32 buffers). beta = 0 ignores C's contents. OpenBLAS on the CPU, cuBLAS on
+  // CUDA: equal up to summation order, not bit-exact.
+  virtual void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const Buffer& A, int64_t a_off, const Buffer& B, int64_t b_off, float beta,
+                    Buffer& C, int64_t c_off) = 0;
 
  protected:
   // Implementations reach memory through these (a Buffer's size is in elements).

@@ -76,7 +76,42 @@ class CpuOps : public Ops {
 
  public:
   // --- Quantisation, transforms, dense algebra (sp2; defined in cpu_ops_quant.cpp) ---
+  void dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) override;
+  float vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch,
+                 float alpha, float zeta, float tau, Buffer& v, Buffer& out) override;
+  void vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index_bits, Buffer& packed,
+                Buffer& values) override;
+  void vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int index_bits, Buffer& idx,
+                  Buffer& values) override;
+  void quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
+                Buffer& values) override;
+  void dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& words, int64_t scales_at,
+                  Buffer& values) override;
+  void pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at) override;
+  void unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits,
+                   Buffer& codes) override;
+  void range_float_quantize(const quant::RangeFloat& f, const Buffer& x, Buffer& codes,
+                            Buffer& values) override;
+  void range_float_dequantize(const quant::RangeFloat& f, const Buffer& codes,
+                              Buffer& values) override;
+  float abs_min_nonzero(const Buffer& x, part::Range r) override;
+  void rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer& coef) override;
+  void irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buffer& out) override;
+  void sq_magnitudes(const Buffer& coef, Buffer& mag) override;
+  float topk_abs_ranges(const Buffer& x, const std::vector<TopkRange>& ranges,
+                        Buffer& out) override;
+  void pair_indices(const Buffer& idx, Buffer& out) override;
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const Buffer& A, int64_t a_off, const Buffer& B, int64_t b_off, float beta, Buffer& C,
+            int64_t c_off) override;
 
+ private:
+  struct FftCache;                                // FFTW plans by length (cpu_ops_quant.cpp)
+  std::shared_ptr<FftCache> fft_;                 // made on the first transform
+  std::vector<std::vector<int32_t>> range_hits_;  // topk_abs_ranges / vgc_test: per-part hits
+  std::vector<float> range_cut_;
+
+ public:
  protected:
   // Where a buffer's elements are (null when it has no storage yet). Every pass reaches
   // buffer memory through this one call (f32 / i32 below), so a checking implementation

@@ -1,6 +1,13 @@
+#include <thrust/iterator/counting_iterator.h>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_select.cuh>
+#include <cuda/std/functional>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
@@ -14,72 +21,211 @@ namespace st {
 
 namespace {
 
-// One block per chunk: the chunk's L2 norm (QSGD).
-__global__ void chunk_norm(const float* x, int64_t n, int64_t chunk, float* out) {
-  __shared__ float part[cuda::kBlock];
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * chunk, e = min(n, b + chunk);
-  float acc = 0.0f;
-  for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) acc += x[i] * x[i];
-  part[threadIdx.x] = acc;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[blockIdx.x] = sqrtf(part[0]);
+size_t align256(size_t b) {
+  return (b + 255) / 256 * 256;
 }
 
-// One block per chunk: TernGrad's clipped scale from the chunk's max |x|, sum and sum of
-// squares (quant::terngrad_scale, the CPU's formula).
-__global__ void terngrad_scale_kernel(const float* x, int64_t n, int64_t chunk, float clip,
-                                      float* out) {
+// The device and its current stream for a pointer.
+struct On {
+  int dev;
+  cuda::DeviceGuard guard;
+  cudaStream_t stream;
+  explicit On(const void* p)
+      : dev(cuda::device_of(p)), guard(dev), stream(cuda::current_stream(dev)) {}
+};
+
+// ---- DGC ----
+
+__global__ void dgc_momentum_kernel(float m, const float* x, int64_t n, float* u, float* v,
+                                    float* seen) {
+  ST_GRID_STRIDE_LOOP(i, n) {
+    const float ui = m * u[i] + (x[i] - seen[i]);
+    u[i] = ui;
+    v[i] += ui;
+    seen[i] = x[i];
+  }
+}
+
+// ---- VGC ----
+
+// The test per element: v updated, flag = sent, sent_abs = |x| when sent (else 0).
+__global__ void vgc_test_kernel(const float* x, const float* aux, const float* grad, int64_t n,
+                                float inv_batch, float alpha, float zeta, float tau, float* v,
+                                char* flag, float* sent_abs) {
+  ST_GRID_STRIDE_LOOP(i, n) {
+    const float add = aux ? aux[i] : grad[i] * grad[i] * inv_batch;
+    const float vi = v[i] + add;
+    const float r = x[i];
+    const bool send = r * r > alpha * vi || (tau > 0 && fabsf(r) > tau);
+    v[i] = send ? 0.0f : vi * zeta;
+    flag[i] = send ? 1 : 0;
+    sent_abs[i] = send ? fabsf(r) : 0.0f;
+  }
+}
+
+__global__ void vgc_pack_kernel(const float* x, const int32_t* idx, int64_t m, float scale, int ib,
+                                uint32_t* packed, float* values) {
+  ST_GRID_STRIDE_LOOP(j, m) {
+    const uint32_t w = quant::vgc_encode(idx[j], x[idx[j]], scale, ib);
+    packed[j + 1] = w;
+    values[j] = quant::vgc_value(w, scale, ib);
+  }
+}
+
+__global__ void vgc_unpack_kernel(const uint32_t* words, int64_t m, int ib, int32_t* idx,
+                                  float* values) {
+  const float scale = __uint_as_float(words[0]);
+  ST_GRID_STRIDE_LOOP(j, m) {
+    idx[j] = quant::vgc_index(words[j + 1], ib);
+    values[j] = quant::vgc_value(words[j + 1], scale, ib);
+  }
+}
+
+// ---- Quantisers ----
+
+// Group g's range: fixed chunks, or the start offsets in `starts` (G of them).
+struct Groups {
+  int64_t n, chunk, count;
+  const int64_t* starts;  // device, when chunk == 0 and count > 1
+  __device__ int64_t begin(int64_t g) const {
+    return chunk > 0 ? g * chunk : (starts ? starts[g] : 0);
+  }
+  __device__ int64_t end(int64_t g) const {
+    if (chunk > 0) return min(n, (g + 1) * chunk);
+    return starts && g + 1 < count ? starts[g + 1] : n;
+  }
+  // The group of element i (binary search over the starts).
+  __device__ int64_t of(int64_t i) const {
+    if (chunk > 0) return i / chunk;
+    if (!starts) return 0;
+    int64_t lo = 0, hi = count - 1;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) / 2;
+      if (starts[mid] <= i) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+};
+
+// One block per group: the group's scale from double sums (QSGD: sqrt of the squares;
+// TernGrad: terngrad_scale; Sign: the L1 mean).
+__global__ void group_scale_kernel(const float* x, Groups g, bulk::QuantKind kind, float clip,
+                                   float* scales) {
+  __shared__ double part_a[cuda::kBlock], part_b[cuda::kBlock];
   __shared__ float part_max[cuda::kBlock];
-  __shared__ double part_sum[cuda::kBlock], part_sq[cuda::kBlock];
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * chunk, e = min(n, b + chunk);
+  const int64_t grp = blockIdx.x, b = g.begin(grp), e = g.end(grp);
+  double sa = 0, sb = 0;
   float mx = 0.0f;
-  double sum = 0, sq = 0;
   for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
     const float v = x[i];
-    mx = fmaxf(mx, fabsf(v));
-    sum += v;
-    sq += static_cast<double>(v) * v;
+    if (kind == bulk::QuantKind::Qsgd) {
+      sa += static_cast<double>(v) * v;
+    } else if (kind == bulk::QuantKind::TernGrad) {
+      sa += v;
+      sb += static_cast<double>(v) * v;
+      mx = fmaxf(mx, fabsf(v));
+    } else {
+      sa += fabsf(v);
+    }
   }
+  part_a[threadIdx.x] = sa;
+  part_b[threadIdx.x] = sb;
   part_max[threadIdx.x] = mx;
-  part_sum[threadIdx.x] = sum;
-  part_sq[threadIdx.x] = sq;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s >>= 1) {
     if (threadIdx.x < s) {
+      part_a[threadIdx.x] += part_a[threadIdx.x + s];
+      part_b[threadIdx.x] += part_b[threadIdx.x + s];
       part_max[threadIdx.x] = fmaxf(part_max[threadIdx.x], part_max[threadIdx.x + s]);
-      part_sum[threadIdx.x] += part_sum[threadIdx.x + s];
-      part_sq[threadIdx.x] += part_sq[threadIdx.x + s];
     }
     __syncthreads();
   }
-  if (threadIdx.x == 0)
-    out[blockIdx.x] = quant::terngrad_scale(part_max[0], part_sum[0], part_sq[0], e - b, clip);
-}
-
-__global__ void qsgd_kernel(const float* x, int64_t n, int64_t chunk, int32_t s, uint64_t seed,
-                            uint64_t stream, const float* norms, int32_t* level, float* value) {
-  ST_GRID_STRIDE_LOOP(i, n) {
-    const float norm = norms[i / chunk];
-    const int32_t l = quant::qsgd_level(x[i], norm, s, philox_uniform(seed, stream, i));
-    level[i] = l;
-    value[i] = quant::qsgd_value(l, norm, s);
+  if (threadIdx.x != 0) return;
+  if (kind == bulk::QuantKind::Qsgd) {
+    scales[grp] = static_cast<float>(sqrt(part_a[0]));
+  } else if (kind == bulk::QuantKind::TernGrad) {
+    scales[grp] = quant::terngrad_scale(part_max[0], part_a[0], part_b[0], e - b, clip);
+  } else {
+    scales[grp] = e > b ? static_cast<float>(part_a[0] / static_cast<double>(e - b)) : 0.0f;
   }
 }
 
-__global__ void terngrad_kernel(const float* x, int64_t n, int64_t chunk, uint64_t seed,
-                                uint64_t stream, const float* scales, int32_t* level,
-                                float* value) {
-  ST_GRID_STRIDE_LOOP(i, n) {
-    const float scale = scales[i / chunk];
-    const int32_t l = quant::terngrad_level(x[i], scale, philox_uniform(seed, stream, i));
-    level[i] = l;
-    value[i] = quant::terngrad_value(l, scale);
+__global__ void quantize_kernel(const float* x, Groups g, bulk::QuantKind kind, int32_t levels,
+                                int bits, uint64_t seed, uint64_t stream, const float* scales,
+                                uint32_t* codes, float* values) {
+  ST_GRID_STRIDE_LOOP(i, g.n) {
+    const float s = scales[g.of(i)];
+    const float u = kind == bulk::QuantKind::Sign ? 0.0f : philox_uniform(seed, stream, i);
+    if (kind == bulk::QuantKind::Qsgd) {
+      const int32_t l = quant::qsgd_level(x[i], s, levels, u);
+      codes[i] = quant::level_code(l, bits);
+      values[i] = quant::qsgd_value(l, s, levels);
+    } else if (kind == bulk::QuantKind::TernGrad) {
+      const int32_t l = quant::terngrad_level(x[i], s, u);
+      codes[i] = quant::level_code(l, 2);
+      values[i] = quant::terngrad_value(l, s);
+    } else {
+      const bool neg = x[i] < 0;
+      codes[i] = neg ? 1u : 0u;
+      values[i] = neg ? -s : s;
+    }
   }
 }
+
+__global__ void dequantize_kernel(const uint32_t* codes, Groups g, bulk::QuantKind kind,
+                                  int32_t levels, int bits, const uint32_t* scale_words,
+                                  float* values) {
+  ST_GRID_STRIDE_LOOP(i, g.n) {
+    const float s = __uint_as_float(scale_words[g.of(i)]);
+    if (kind == bulk::QuantKind::Qsgd) {
+      values[i] = quant::qsgd_value(quant::code_level(codes[i], bits), s, levels);
+    } else if (kind == bulk::QuantKind::TernGrad) {
+      values[i] = quant::terngrad_value(quant::code_level(codes[i], 2), s);
+    } else {
+      values[i] = codes[i] & 1u ? -s : s;
+    }
+  }
+}
+
+// ---- Bit packing: 32 codes of `bits` bits fill exactly `bits` words, so each thread
+// packs one group of 32 codes; unpacking reads each code's (at most two) words. ----
+
+__global__ void pack_bits_kernel(const uint32_t* codes, int64_t n, int bits, uint32_t* words) {
+  const uint32_t mask = static_cast<uint32_t>((1ull << bits) - 1);
+  ST_GRID_STRIDE_LOOP(g, (n + 31) / 32) {
+    const int64_t end = min(n, (g + 1) * 32);
+    uint32_t* dst = words + g * bits;
+    unsigned long long acc = 0;
+    int fill = 0;
+    for (int64_t j = g * 32; j < end; ++j) {
+      acc |= static_cast<unsigned long long>(codes[j] & mask) << fill;
+      fill += bits;
+      if (fill >= 32) {
+        *dst++ = static_cast<uint32_t>(acc);
+        acc >>= 32;
+        fill -= 32;
+      }
+    }
+    if (fill > 0) *dst = static_cast<uint32_t>(acc);
+  }
+}
+
+__global__ void unpack_bits_kernel(const uint32_t* words, int64_t n, int bits, uint32_t* codes) {
+  const uint32_t mask = static_cast<uint32_t>((1ull << bits) - 1);
+  ST_GRID_STRIDE_LOOP(j, n) {
+    const int64_t at = j * bits, w = at / 32;
+    const int off = static_cast<int>(at % 32);
+    unsigned long long acc = words[w] >> off;
+    if (off + bits > 32) acc |= static_cast<unsigned long long>(words[w + 1]) << (32 - off);
+    codes[j] = static_cast<uint32_t>(acc) & mask;
+  }
+}
+
+// ---- Range-based float, magnitudes, pairs ----
 
 __global__ void range_float_kernel(const float* v, int64_t n, quant::RangeFloat f, uint32_t* codes,
                                    float* value) {
@@ -87,6 +233,38 @@ __global__ void range_float_kernel(const float* v, int64_t n, quant::RangeFloat 
     const uint32_t c = quant::range_float_encode(f, v[i]);
     codes[i] = c;
     value[i] = quant::range_float_decode(f, c);
+  }
+}
+
+__global__ void range_float_decode_kernel(const uint32_t* codes, int64_t n, quant::RangeFloat f,
+                                          float* value) {
+  ST_GRID_STRIDE_LOOP(i, n) {
+    value[i] = quant::range_float_decode(f, codes[i]);
+  }
+}
+
+// Non-negative floats order like their bits: the smallest non-zero |x| by atomicMin.
+__global__ void abs_min_nonzero_kernel(const float* x, int64_t n, unsigned int* min_bits) {
+  unsigned int mn = 0x7F800000u;  // +inf
+  ST_GRID_STRIDE_LOOP(i, n) {
+    const unsigned int b = __float_as_uint(x[i]) & 0x7FFFFFFFu;
+    if (b != 0 && b < mn) mn = b;
+  }
+  for (int off = 16; off > 0; off >>= 1) mn = min(mn, __shfl_down_sync(0xffffffffu, mn, off));
+  if ((threadIdx.x & 31) == 0) atomicMin(min_bits, mn);
+}
+
+__global__ void sq_magnitudes_kernel(const float* coef, int64_t nc, float* mag) {
+  ST_GRID_STRIDE_LOOP(j, nc) {
+    const float re = coef[2 * j], im = coef[2 * j + 1];
+    mag[j] = __fadd_rn(__fmul_rn(re, re), __fmul_rn(im, im));  // no FMA: the CPU's bits
+  }
+}
+
+__global__ void pair_indices_kernel(const int32_t* idx, int64_t m, int32_t* out) {
+  ST_GRID_STRIDE_LOOP(j, m) {
+    out[2 * j] = 2 * idx[j];
+    out[2 * j + 1] = 2 * idx[j] + 1;
   }
 }
 
@@ -129,50 +307,181 @@ __global__ void moments_kernel(const float* x, int64_t n, float tau, double log_
   }
 }
 
-int64_t chunks_of(int64_t n, int64_t chunk) {
-  return (n + chunk - 1) / chunk;
-}
-
 }  // namespace
 
 namespace quant {
 
-void qsgd_cuda(const float* x, int64_t n, int64_t chunk, int32_t levels, uint64_t seed,
-               uint64_t stream, float* norms, int32_t* level, float* value) {
+void dgc_momentum_cuda(float m, const float* x, int64_t n, float* u, float* v, float* seen) {
   if (n <= 0) return;
-  if (chunk <= 0) chunk = n;
-  const int dev = cuda::device_of(x);
-  cuda::DeviceGuard guard(dev);
-  const cudaStream_t s = cuda::current_stream(dev);
-  chunk_norm<<<static_cast<unsigned>(chunks_of(n, chunk)), cuda::kBlock, 0, s>>>(x, n, chunk,
-                                                                                 norms);
-  ST_CUDA_CHECK_LAUNCH();
-  qsgd_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, s>>>(x, n, chunk, levels, seed, stream, norms,
-                                                         level, value);
+  On on(x);
+  dgc_momentum_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(m, x, n, u, v, seen);
   ST_CUDA_CHECK_LAUNCH();
 }
 
-void terngrad_cuda(const float* x, int64_t n, int64_t chunk, float clip, uint64_t seed,
-                   uint64_t stream, float* scales, int32_t* level, float* value) {
-  if (n <= 0) return;
-  if (chunk <= 0) chunk = n;
-  const int dev = cuda::device_of(x);
-  cuda::DeviceGuard guard(dev);
-  const cudaStream_t s = cuda::current_stream(dev);
-  terngrad_scale_kernel<<<static_cast<unsigned>(chunks_of(n, chunk)), cuda::kBlock, 0, s>>>(
-      x, n, chunk, clip, scales);
+int64_t vgc_test_cuda(const float* x, const float* aux, const float* grad, int64_t n,
+                      float inv_batch, float alpha, float zeta, float tau, float* v, int32_t* out,
+                      float* max_sent) {
+  *max_sent = 0.0f;
+  if (n <= 0) return 0;
+  On on(x);
+  thrust::counting_iterator<int32_t> positions(0);
+  size_t select_bytes = 0, max_bytes = 0;
+  ST_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, select_bytes, positions,
+                                           static_cast<const char*>(nullptr), out,
+                                           static_cast<int64_t*>(nullptr), n, on.stream));
+  ST_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, max_bytes, static_cast<const float*>(nullptr),
+                                       static_cast<float*>(nullptr), n, on.stream));
+  const size_t flags = align256(static_cast<size_t>(n)),
+               absv = align256(4 * static_cast<size_t>(n));
+  const size_t temp = align256(std::max(select_bytes, max_bytes));
+  Storage scratch(flags + absv + temp + 16, Device::cuda(on.dev));
+  char* base = static_cast<char*>(scratch.data());
+  char* flag = base;
+  float* sent_abs = reinterpret_cast<float*>(base + flags);
+  void* temp_ptr = base + flags + absv;
+  auto* count_dev = reinterpret_cast<int64_t*>(base + flags + absv + temp);
+  auto* max_dev = reinterpret_cast<float*>(base + flags + absv + temp + 8);
+  vgc_test_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(
+      x, aux, grad, n, inv_batch, alpha, zeta, tau, v, flag, sent_abs);
   ST_CUDA_CHECK_LAUNCH();
-  terngrad_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, s>>>(x, n, chunk, seed, stream, scales,
-                                                             level, value);
+  ST_CUDA_CHECK(cub::DeviceSelect::Flagged(temp_ptr, select_bytes, positions, flag, out, count_dev,
+                                           n, on.stream));
+  ST_CUDA_CHECK(cub::DeviceReduce::Max(temp_ptr, max_bytes, sent_abs, max_dev, n, on.stream));
+  ST_CUDA_CHECK(cudaStreamSynchronize(on.stream));
+  int64_t count = 0;
+  cuda::copy_bytes(&count, Device::cpu(), count_dev, Device::cuda(on.dev), sizeof(int64_t));
+  cuda::copy_bytes(max_sent, Device::cpu(), max_dev, Device::cuda(on.dev), sizeof(float));
+  return count;
+}
+
+void vgc_pack_cuda(const float* x, const int32_t* idx, int64_t m, float scale, int index_bits,
+                   uint32_t* packed, float* values) {
+  On on(packed);
+  uint32_t head;
+  std::memcpy(&head, &scale, 4);
+  ST_CUDA_CHECK(cudaMemcpyAsync(packed, &head, 4, cudaMemcpyHostToDevice, on.stream));
+  ST_CUDA_CHECK(cudaStreamSynchronize(on.stream));  // `head` lives on this stack frame
+  if (m <= 0) return;
+  vgc_pack_kernel<<<cuda::grid_for(m), cuda::kBlock, 0, on.stream>>>(x, idx, m, scale, index_bits,
+                                                                     packed, values);
+  ST_CUDA_CHECK_LAUNCH();
+}
+
+void vgc_unpack_cuda(const uint32_t* words, int64_t count, int index_bits, int32_t* idx,
+                     float* values) {
+  if (count <= 1) return;
+  On on(words);
+  vgc_unpack_kernel<<<cuda::grid_for(count - 1), cuda::kBlock, 0, on.stream>>>(
+      words, count - 1, index_bits, idx, values);
+  ST_CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+
+// The groups of q on the device: the start offsets are uploaded when given.
+struct DeviceGroups {
+  Groups g{};
+  std::unique_ptr<Storage> starts;
+  DeviceGroups(const bulk::QuantSpec& q, int64_t n, const On& on) {
+    g.n = n;
+    g.chunk = q.chunk;
+    g.count = q.groups(n);
+    g.starts = nullptr;
+    if (q.chunk <= 0 && q.starts.size() > 1) {
+      starts = std::make_unique<Storage>(8 * q.starts.size(), Device::cuda(on.dev));
+      ST_CUDA_CHECK(cudaMemcpyAsync(starts->data(), q.starts.data(), 8 * q.starts.size(),
+                                    cudaMemcpyHostToDevice, on.stream));
+      ST_CUDA_CHECK(cudaStreamSynchronize(on.stream));  // the host vector may go away
+      g.starts = static_cast<const int64_t*>(starts->data());
+    }
+  }
+};
+
+}  // namespace
+
+void quantize_cuda(const bulk::QuantSpec& q, const float* x, int64_t n, float* scales,
+                   uint32_t* codes, float* values) {
+  if (n <= 0) return;
+  On on(x);
+  const DeviceGroups dg(q, n, on);
+  group_scale_kernel<<<static_cast<unsigned>(dg.g.count), cuda::kBlock, 0, on.stream>>>(
+      x, dg.g, q.kind, q.clip, scales);
+  ST_CUDA_CHECK_LAUNCH();
+  quantize_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(
+      x, dg.g, q.kind, q.levels, q.bits(), q.seed, q.stream, scales, codes, values);
+  ST_CUDA_CHECK_LAUNCH();
+  ST_CUDA_CHECK(cudaStreamSynchronize(on.stream));  // before dg's start offsets go
+}
+
+void dequantize_cuda(const bulk::QuantSpec& q, const uint32_t* codes, int64_t n,
+                     const uint32_t* scale_words, float* values) {
+  if (n <= 0) return;
+  On on(codes);
+  const DeviceGroups dg(q, n, on);
+  dequantize_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(
+      codes, dg.g, q.kind, q.levels, q.bits(), scale_words, values);
+  ST_CUDA_CHECK_LAUNCH();
+  ST_CUDA_CHECK(cudaStreamSynchronize(on.stream));
+}
+
+void pack_bits_cuda(const uint32_t* codes, int64_t n, int bits, uint32_t* words) {
+  if (n <= 0) return;
+  On on(words);
+  pack_bits_kernel<<<cuda::grid_for((n + 31) / 32), cuda::kBlock, 0, on.stream>>>(codes, n, bits,
+                                                                                  words);
+  ST_CUDA_CHECK_LAUNCH();
+}
+
+void unpack_bits_cuda(const uint32_t* words, int64_t n, int bits, uint32_t* codes) {
+  if (n <= 0) return;
+  On on(words);
+  unpack_bits_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(words, n, bits, codes);
   ST_CUDA_CHECK_LAUNCH();
 }
 
 void range_float_cuda(const float* v, int64_t n, RangeFloat f, uint32_t* codes, float* value) {
   if (n <= 0) return;
-  const int dev = cuda::device_of(v);
-  cuda::DeviceGuard guard(dev);
-  range_float_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, cuda::current_stream(dev)>>>(
-      v, n, f, codes, value);
+  On on(v);
+  range_float_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(v, n, f, codes, value);
+  ST_CUDA_CHECK_LAUNCH();
+}
+
+void range_float_decode_cuda(const uint32_t* codes, int64_t n, RangeFloat f, float* value) {
+  if (n <= 0) return;
+  On on(codes);
+  range_float_decode_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(codes, n, f, value);
+  ST_CUDA_CHECK_LAUNCH();
+}
+
+float abs_min_nonzero_cuda(const float* x, int64_t n) {
+  if (n <= 0) return 0.0f;
+  On on(x);
+  Storage acc(sizeof(unsigned int), Device::cuda(on.dev));
+  const unsigned int init = 0x7F800000u;
+  cuda::copy_bytes(acc.data(), Device::cuda(on.dev), &init, Device::cpu(), sizeof(init));
+  abs_min_nonzero_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(
+      x, n, static_cast<unsigned int*>(acc.data()));
+  ST_CUDA_CHECK_LAUNCH();
+  ST_CUDA_CHECK(cudaStreamSynchronize(on.stream));
+  unsigned int bits = 0;
+  cuda::copy_bytes(&bits, Device::cpu(), acc.data(), Device::cuda(on.dev), sizeof(bits));
+  if (bits == 0x7F800000u) return 0.0f;
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+void sq_magnitudes_cuda(const float* coef, int64_t ncoef, float* mag) {
+  if (ncoef <= 0) return;
+  On on(coef);
+  sq_magnitudes_kernel<<<cuda::grid_for(ncoef), cuda::kBlock, 0, on.stream>>>(coef, ncoef, mag);
+  ST_CUDA_CHECK_LAUNCH();
+}
+
+void pair_indices_cuda(const int32_t* idx, int64_t m, int32_t* out) {
+  if (m <= 0) return;
+  On on(idx);
+  pair_indices_kernel<<<cuda::grid_for(m), cuda::kBlock, 0, on.stream>>>(idx, m, out);
   ST_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,28 +1,49 @@
-// CUDA twins of the quantiser and SIDCo per-element math (sparsify/quantizers.h,
-// sparsify/sidco_fit.h): QSGD and TernGrad stochastic rounding, the range-based float
-// codes and SIDCo's stage moments. Each kernel evaluates the same ST_HD formula as the
-// CPU path, so a GPU test compares them bit for bit. All pointers are device memory on
-// one device; the functions run on that device's current stream. Built with the CUDA
-// backend only.
+// CUDA kernels behind the quantisation passes of bulk::Ops (sparsify/bulk/bulk_ops.h,
+// "Quantisation, transforms, dense algebra"), so a CUDA implementation forwards to them,
+// plus SIDCo's stage moments. Each kernel evaluates the ST_HD formula the CPU
+// implementation uses (sparsify/quant_math.h), so results are bit-exact where the
+// interface's contract says so. All pointers are device memory on one device; the
+// functions run on that device's current stream, and those returning host values wait for
+// it. Built with the CUDA backend only.
 #pragma once
 
 #include <cstdint>
 
-#include "sparsify/quantizers.h"
+#include "sparsify/bulk/bulk_ops.h"
 #include "sparsify/sidco_fit.h"
 
 namespace st::quant {
 
-// QSGD over chunks of `chunk` elements (0 = all): norms[c] = ||x_chunk||, level[i] and
-// value[i] as Qsgd::select (Philox uniforms keyed by (seed, stream, i)).
-void qsgd_cuda(const float* x, int64_t n, int64_t chunk, int32_t levels, uint64_t seed,
-               uint64_t stream, float* norms, int32_t* level, float* value);
-// TernGrad over chunks: scales[c] = max |x_chunk|, clipped to clip x sigma_chunk when
-// clip > 0 (quant::terngrad_scale); level in {-1, 0, 1} and value.
-void terngrad_cuda(const float* x, int64_t n, int64_t chunk, float clip, uint64_t seed,
-                   uint64_t stream, float* scales, int32_t* level, float* value);
-// Range-based float: codes[i] = encode(v[i]), value[i] = decode(codes[i]).
+// Ops::dgc_momentum on n elements.
+void dgc_momentum_cuda(float m, const float* x, int64_t n, float* u, float* v, float* seen);
+// Ops::vgc_test: `out` has room for n positions; returns the count (host), *max_sent the
+// largest |x| sent (0 when none). aux or grad is null.
+int64_t vgc_test_cuda(const float* x, const float* aux, const float* grad, int64_t n,
+                      float inv_batch, float alpha, float zeta, float tau, float* v, int32_t* out,
+                      float* max_sent);
+// Ops::vgc_pack (packed: m + 1 words) and Ops::vgc_unpack (count >= 1 words).
+void vgc_pack_cuda(const float* x, const int32_t* idx, int64_t m, float scale, int index_bits,
+                   uint32_t* packed, float* values);
+void vgc_unpack_cuda(const uint32_t* words, int64_t count, int index_bits, int32_t* idx,
+                     float* values);
+// Ops::quantize: scales (q.groups(n)), codes and values (n). Group sums in double, one
+// block per group.
+void quantize_cuda(const bulk::QuantSpec& q, const float* x, int64_t n, float* scales,
+                   uint32_t* codes, float* values);
+// Ops::dequantize: the group scales as float bits at scale_words[0, q.groups(n)).
+void dequantize_cuda(const bulk::QuantSpec& q, const uint32_t* codes, int64_t n,
+                     const uint32_t* scale_words, float* values);
+// Ops::pack_bits into words[0, ceil(n bits / 32)) and Ops::unpack_bits.
+void pack_bits_cuda(const uint32_t* codes, int64_t n, int bits, uint32_t* words);
+void unpack_bits_cuda(const uint32_t* words, int64_t n, int bits, uint32_t* codes);
+// Ops::range_float_quantize (codes and values) and Ops::range_float_dequantize.
 void range_float_cuda(const float* v, int64_t n, RangeFloat f, uint32_t* codes, float* value);
+void range_float_decode_cuda(const uint32_t* codes, int64_t n, RangeFloat f, float* value);
+// Ops::abs_min_nonzero over n elements (host value).
+float abs_min_nonzero_cuda(const float* x, int64_t n);
+// Ops::sq_magnitudes (ncoef complex coefficients) and Ops::pair_indices (m indices).
+void sq_magnitudes_cuda(const float* coef, int64_t ncoef, float* mag);
+void pair_indices_cuda(const int32_t* idx, int64_t m, int32_t* out);
 
 }  // namespace st::quant
 

@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "sparsify/kernels/select_cpu.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/sparsify/host_forms.h"
 
 namespace st::test {
 namespace {
@@ -36,8 +37,10 @@ TEST(SparsifyDgc, SampledThresholdSelectsAtOrAboveIt) {
   Dgc rule{DgcOptions{}};
   const SelectContext ctx = context(n, 0.01);
   Selection sel;
-  rule.select(ctx, x.data(), n, sel);
-  const float thr = Dgc::sampled_threshold(ctx, x.data(), n, 0.01);
+  select_host(rule, ctx, x.data(), n, sel);
+  Dgc again{DgcOptions{}};
+  const bulk::Buffer xb = buffer_of(x.data(), n);
+  const float thr = again.sampled_threshold(thread_cpu_ops(), ctx, xb);
   EXPECT_EQ(sel.threshold, thr);
   const int64_t above = select::count_abs(x.data(), 0, n, thr, false);
   if (3 * above > 4 * ctx.k) {
@@ -60,7 +63,7 @@ TEST(SparsifyDgc, HierarchicalTopkWhenTheSampleOverselects) {
   Dgc rule{DgcOptions{}};
   const SelectContext ctx = context(n, 0.01);
   Selection sel;
-  rule.select(ctx, x.data(), n, sel);
+  select_host(rule, ctx, x.data(), n, sel);
   ASSERT_EQ(static_cast<int64_t>(sel.indices.size()), ctx.k);
   for (int64_t j = 0; j < ctx.k; ++j) EXPECT_EQ(sel.indices[j], 2 * j);
 }
@@ -106,16 +109,17 @@ void check_momentum(bool mask) {
     SelectContext ctx = context(n, opt.density);
     ctx.seed = opt.seed;
     ctx.iteration = t;
-    plain.select(ctx, vf.data(), n, ref);
+    select_host(plain, ctx, vf.data(), n, ref);
     EXPECT_EQ(ref.indices, sel) << "t=" << t;
     for (int32_t i : sel) {
       v[i] = 0.0;
       if (mask) u[i] = 0.0;
     }
     auto& rule = static_cast<Dgc&>(hook.sparsifier());
+    const std::vector<float> vel = rule.velocity(0), acc = rule.accumulation(0);
     for (int64_t i = 0; i < n; ++i) {
-      ASSERT_NEAR(rule.velocity(0)[i], u[i], 1e-4 * (1.0 + std::abs(u[i])));
-      ASSERT_NEAR(rule.accumulation(0)[i], v[i], 1e-4 * (1.0 + std::abs(v[i])));
+      ASSERT_NEAR(vel[i], u[i], 1e-4 * (1.0 + std::abs(u[i])));
+      ASSERT_NEAR(acc[i], v[i], 1e-4 * (1.0 + std::abs(v[i])));
     }
   }
   // The hook's error feedback still balances: applied + residual = sum of gradients.

@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "sparsify/fft.h"
+#include "tests/sparsify/host_forms.h"
 
 namespace st::test {
 namespace {
@@ -38,10 +39,10 @@ double reconstruction_error(const std::vector<float>& x, double theta, int bits,
   SelectContext ctx;
   ctx.segments = segments;
   Selection sel;
-  sp.select(ctx, x.data(), n, sel);
-  std::vector<float> coef(sp.domain_size(ctx, n), 0.0f), y(n);
+  select_host(sp, ctx, x.data(), n, sel);
+  std::vector<float> coef(sp.domain_size(ctx, n), 0.0f);
   for (size_t j = 0; j < sel.indices.size(); ++j) coef[sel.indices[j]] = sel.values[j];
-  sp.decode(ctx, coef.data(), n, y.data());
+  const std::vector<float> y = decode_host(sp, ctx, coef, n);
   double e = 0, r = 0;
   for (int64_t i = 0; i < n; ++i) {
     e += static_cast<double>(y[i] - x[i]) * (y[i] - x[i]);
@@ -112,7 +113,7 @@ TEST(Fft, EachTensorKeepsItsShareOfCoefficients) {
   SelectContext ctx;
   ctx.segments = {0, big, big + small};  // a weight, a bias-sized tensor, a tiny one
   Selection sel;
-  sp.select(ctx, x.data(), n, sel);
+  select_host(sp, ctx, x.data(), n, sel);
   const auto pieces = sp.layout(ctx, n);
   const std::vector<int64_t> kept = kept_per_piece(sp, ctx, n, sel);
   ASSERT_EQ(kept.size(), 3u);
@@ -127,7 +128,7 @@ TEST(Fft, EachTensorKeepsItsShareOfCoefficients) {
   // With --sp block, every block is a piece and keeps its own share too.
   o.params = {{"theta", "0.9"}, {"block", "4096"}};
   FftSparsifier blocked(o);
-  blocked.select(ctx, x.data(), n, sel);
+  select_host(blocked, ctx, x.data(), n, sel);
   const auto bp = blocked.layout(ctx, n);
   const std::vector<int64_t> kb = kept_per_piece(blocked, ctx, n, sel);
   for (size_t p = 0; p < bp.size(); ++p)
@@ -159,12 +160,12 @@ TEST(Fft, PackedMessageHoldsIndicesAndCodes) {
     SelectContext ctx;
     ctx.density = 0.02;
     Selection sel;
-    sp.select(ctx, x.data(), n, sel);
+    select_host(sp, ctx, x.data(), n, sel);
     const int64_t k = static_cast<int64_t>(std::floor(0.02 * (n / 2 + 1)));
     ASSERT_EQ(static_cast<int64_t>(sel.indices.size()), 2 * k);
     EXPECT_EQ(static_cast<int64_t>(sel.packed.size()), 2 + k + (2 * k * bits + 31) / 32);
     Selection back;
-    sp.unpack(ctx, n, sel.packed.data(), static_cast<int64_t>(sel.packed.size()), back);
+    unpack_host(sp, ctx, n, sel.packed, back);
     EXPECT_EQ(back.indices, sel.indices);
     EXPECT_EQ(back.values, sel.values);
     // Kept: the largest-magnitude coefficients (the smooth components at 3 and 17).
@@ -197,7 +198,7 @@ TEST(FftCuda, ForwardMatchesFftwAndInverseRoundTrips) {
   FftSparsifier cpu(o);
   SelectContext ctx;
   Selection sel;
-  cpu.select(ctx, x.data(), n, sel);  // every coefficient, 24-bit: near-exact
+  select_host(cpu, ctx, x.data(), n, sel);  // every coefficient, 24-bit: near-exact
   std::vector<float> ref(m, 0.0f);
   for (size_t j = 0; j < sel.indices.size(); ++j) ref[sel.indices[j]] = sel.values[j];
   const Device gpu = Device::cuda(0);
@@ -205,12 +206,13 @@ TEST(FftCuda, ForwardMatchesFftwAndInverseRoundTrips) {
   Tensor coef = Tensor::empty({m}, DType::F32, gpu), scratch = Tensor::empty({m}, DType::F32, gpu),
          back = Tensor::empty({n}, DType::F32, gpu);
   fft::CufftPlans plans;
-  plans.forward(xd.f32(), n, coef.f32());
+  const std::vector<bulk::FftPiece> whole = {{0, n, 0}};
+  plans.rfft(xd.f32(), whole, coef.f32());
   const Tensor c = coef.to(Device::cpu());
   float scale = 0;
   for (float v : ref) scale = std::max(scale, std::abs(v));
   for (int64_t i = 0; i < m; ++i) ASSERT_NEAR(c.f32()[i], ref[i], 1e-4 * scale) << i;
-  plans.inverse(coef.f32(), n, back.f32(), scratch.f32());
+  plans.irfft(coef.f32(), whole, back.f32(), scratch.f32());
   const Tensor b = back.to(Device::cpu());
   for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(b.f32()[i], x[i], 1e-4) << i;
 }

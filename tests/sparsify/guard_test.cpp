@@ -191,6 +191,33 @@ class Cheater : public Sparsifier {
   const Tensor* bucket_;
 };
 
+// A method with only the host form of select(): the adapter in sparsifier.cpp runs it on
+// the CPU buffers in place, or on copies made through bulk::Ops under the guard; both
+// give the same bits.
+class HostTopk : public Sparsifier {
+ public:
+  std::string name() const override { return "host-topk"; }
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override {
+    std::vector<int32_t> idx(static_cast<size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + ctx.k, idx.end(), [x](int32_t a, int32_t b) {
+      const float fa = std::abs(x[a]), fb = std::abs(x[b]);
+      return fa > fb || (fa == fb && a < b);
+    });
+    out.indices.assign(idx.begin(), idx.begin() + ctx.k);
+    std::sort(out.indices.begin(), out.indices.end());
+    for (int32_t i : out.indices) out.values.push_back(x[i] + ctx.grad[i] * 0.0f);
+  }
+};
+
+TEST(GuardAdapters, AHostFormMethodGivesTheSameBits) {
+  const Outcome plain = run("topk", Setting::Buckets, false, std::make_unique<HostTopk>());
+  const Outcome guarded = run("topk", Setting::Buckets, true, std::make_unique<HostTopk>());
+  EXPECT_GT(guarded.guarded_calls, 0);
+  EXPECT_EQ(differences(plain, guarded), 0);
+}
+
 TEST(GuardCatches, AMethodReadingBufferMemoryDirectly) {
   const Outcome plain = run("topk", Setting::Buckets, false, std::make_unique<Cheater>());
   const Outcome guarded = run("topk", Setting::Buckets, true, std::make_unique<Cheater>());

@@ -45,14 +45,15 @@ void GuardedOps::restore(Alloc* a) {
 GuardedOps::Scope::Scope(GuardedOps& g, std::initializer_list<const Buffer*> bufs)
     : g_(g), bufs_(bufs) {
   if (g_.depth_++ == 0) ++g_.calls_;
-  for (const Buffer* b : bufs_) g_.restore(g_.find(*b));
+  for (const Buffer* b : bufs_)
+    if (b) g_.restore(g_.find(*b));
 }
 
 GuardedOps::Scope::~Scope() {
   // The memory the buffers hold now (a call may have given `out` new memory) joins the
   // call's; the outermost scope saves each allocation once, then poisons it.
   for (const Buffer* b : bufs_)
-    if (Alloc* a = g_.find(*b);
+    if (Alloc* a = b ? g_.find(*b) : nullptr;
         a && std::find(g_.restored_.begin(), g_.restored_.end(), a) == g_.restored_.end())
       g_.restored_.push_back(a);
   if (--g_.depth_ > 0) return;
@@ -241,6 +242,116 @@ std::vector<int64_t> GuardedOps::segment_counts(const Buffer& idx, int64_t begin
                                                 const std::vector<int64_t>& segments) {
   Scope s(*this, {&idx});
   return CpuOps::segment_counts(idx, begin, count, segments);
+}
+
+// --- The method sections' passes ---
+
+sidco::Moments GuardedOps::exceed_moments(const Buffer& x, part::Range r, float tau,
+                                          double log_scale) {
+  Scope s(*this, {&x});
+  return CpuOps::exceed_moments(x, r, tau, log_scale);
+}
+
+sidco::Moments GuardedOps::exceed_compact(const Buffer& x, part::Range r, float tau,
+                                          const Buffer* pos, Buffer& out_idx, Buffer& out_vals) {
+  Scope s(*this, {&x, pos, &out_idx, &out_vals});
+  return CpuOps::exceed_compact(x, r, tau, pos, out_idx, out_vals);
+}
+
+void GuardedOps::dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) {
+  Scope s(*this, {&x, &u, &v, &seen});
+  CpuOps::dgc_momentum(m, x, u, v, seen);
+}
+
+float GuardedOps::vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch,
+                           float alpha, float zeta, float tau, Buffer& v, Buffer& out) {
+  Scope s(*this, {&x, aux, grad, &v, &out});
+  return CpuOps::vgc_test(x, aux, grad, inv_batch, alpha, zeta, tau, v, out);
+}
+
+void GuardedOps::vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index_bits,
+                          Buffer& packed, Buffer& values) {
+  Scope s(*this, {&x, &idx, &packed, &values});
+  CpuOps::vgc_pack(x, idx, scale, index_bits, packed, values);
+}
+
+void GuardedOps::vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int index_bits,
+                            Buffer& idx, Buffer& values) {
+  Scope s(*this, {&words, &idx, &values});
+  CpuOps::vgc_unpack(words, offset, count, index_bits, idx, values);
+}
+
+void GuardedOps::quantize(const bulk::QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
+                          Buffer& values) {
+  Scope s(*this, {&x, &scales, &codes, &values});
+  CpuOps::quantize(q, x, scales, codes, values);
+}
+
+void GuardedOps::dequantize(const bulk::QuantSpec& q, const Buffer& codes, const Buffer& words,
+                            int64_t scales_at, Buffer& values) {
+  Scope s(*this, {&codes, &words, &values});
+  CpuOps::dequantize(q, codes, words, scales_at, values);
+}
+
+void GuardedOps::pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at) {
+  Scope s(*this, {&codes, &words});
+  CpuOps::pack_bits(codes, bits, words, at);
+}
+
+void GuardedOps::unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits,
+                             Buffer& codes) {
+  Scope s(*this, {&words, &codes});
+  CpuOps::unpack_bits(words, at, count, bits, codes);
+}
+
+void GuardedOps::range_float_quantize(const quant::RangeFloat& f, const Buffer& x, Buffer& codes,
+                                      Buffer& values) {
+  Scope s(*this, {&x, &codes, &values});
+  CpuOps::range_float_quantize(f, x, codes, values);
+}
+
+void GuardedOps::range_float_dequantize(const quant::RangeFloat& f, const Buffer& codes,
+                                        Buffer& values) {
+  Scope s(*this, {&codes, &values});
+  CpuOps::range_float_dequantize(f, codes, values);
+}
+
+float GuardedOps::abs_min_nonzero(const Buffer& x, Range r) {
+  Scope s(*this, {&x});
+  return CpuOps::abs_min_nonzero(x, r);
+}
+
+void GuardedOps::rfft(const Buffer& x, const std::vector<bulk::FftPiece>& pieces, Buffer& coef) {
+  Scope s(*this, {&x, &coef});
+  CpuOps::rfft(x, pieces, coef);
+}
+
+void GuardedOps::irfft(const Buffer& coef, const std::vector<bulk::FftPiece>& pieces, Buffer& out) {
+  Scope s(*this, {&coef, &out});
+  CpuOps::irfft(coef, pieces, out);
+}
+
+void GuardedOps::sq_magnitudes(const Buffer& coef, Buffer& mag) {
+  Scope s(*this, {&coef, &mag});
+  CpuOps::sq_magnitudes(coef, mag);
+}
+
+float GuardedOps::topk_abs_ranges(const Buffer& x, const std::vector<bulk::TopkRange>& ranges,
+                                  Buffer& out) {
+  Scope s(*this, {&x, &out});
+  return CpuOps::topk_abs_ranges(x, ranges, out);
+}
+
+void GuardedOps::pair_indices(const Buffer& idx, Buffer& out) {
+  Scope s(*this, {&idx, &out});
+  CpuOps::pair_indices(idx, out);
+}
+
+void GuardedOps::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const Buffer& A, int64_t a_off, const Buffer& B, int64_t b_off, float beta,
+                      Buffer& C, int64_t c_off) {
+  Scope s(*this, {&A, &B, &C});
+  CpuOps::gemm(trans_a, trans_b, m, n, k, alpha, A, a_off, B, b_off, beta, C, c_off);
 }
 
 }  // namespace st::test

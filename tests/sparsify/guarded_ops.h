@@ -71,6 +71,40 @@ class GuardedOps : public bulk::CpuOps {
                                       const std::vector<int64_t>& segments) override;
   void* host_memory(const Buffer&) override { return nullptr; }
 
+  // The threshold family's and the quantisation / transform / dense-algebra passes.
+  sidco::Moments exceed_moments(const Buffer& x, part::Range r, float tau,
+                                double log_scale) override;
+  sidco::Moments exceed_compact(const Buffer& x, part::Range r, float tau, const Buffer* pos,
+                                Buffer& out_idx, Buffer& out_vals) override;
+  void dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) override;
+  float vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch,
+                 float alpha, float zeta, float tau, Buffer& v, Buffer& out) override;
+  void vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index_bits, Buffer& packed,
+                Buffer& values) override;
+  void vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int index_bits, Buffer& idx,
+                  Buffer& values) override;
+  void quantize(const bulk::QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
+                Buffer& values) override;
+  void dequantize(const bulk::QuantSpec& q, const Buffer& codes, const Buffer& words,
+                  int64_t scales_at, Buffer& values) override;
+  void pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at) override;
+  void unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits,
+                   Buffer& codes) override;
+  void range_float_quantize(const quant::RangeFloat& f, const Buffer& x, Buffer& codes,
+                            Buffer& values) override;
+  void range_float_dequantize(const quant::RangeFloat& f, const Buffer& codes,
+                              Buffer& values) override;
+  float abs_min_nonzero(const Buffer& x, Range r) override;
+  void rfft(const Buffer& x, const std::vector<bulk::FftPiece>& pieces, Buffer& coef) override;
+  void irfft(const Buffer& coef, const std::vector<bulk::FftPiece>& pieces, Buffer& out) override;
+  void sq_magnitudes(const Buffer& coef, Buffer& mag) override;
+  float topk_abs_ranges(const Buffer& x, const std::vector<bulk::TopkRange>& ranges,
+                        Buffer& out) override;
+  void pair_indices(const Buffer& idx, Buffer& out) override;
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const Buffer& A, int64_t a_off, const Buffer& B, int64_t b_off, float beta, Buffer& C,
+            int64_t c_off) override;
+
   // Calls that restored and re-poisoned memory so far (the tests check the guard ran).
   int64_t guarded_calls() const { return calls_; }
 

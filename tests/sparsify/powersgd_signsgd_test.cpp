@@ -12,6 +12,7 @@
 #include "sparsify/registry.h"
 #include "sparsify/signsgd.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/sparsify/host_forms.h"
 
 namespace st::test {
 namespace {
@@ -114,14 +115,14 @@ TEST(PowerSgd, WarmStartConvergesTowardTheBestRankRApproximation) {
     ctx.seed = 3;
     ctx.segments = {0};
     ctx.rows = {40};
-    std::vector<float> out(m.size()), second;
+    std::vector<float> out, second;
     double err = 0;
     for (int t = 0; t < steps; ++t) {
       ctx.iteration = t;
       Selection sel;
-      ps->select(ctx, m.data(), 2400, sel);
-      ps->second_message(ctx, m.data(), 2400, sel.values.data(), second);
-      ps->decode(ctx, second.data(), 2400, out.data());
+      select_host(*ps, ctx, m.data(), 2400, sel);
+      second = second_message_host(*ps, ctx, m.data(), 2400, sel.values);
+      out = decode_host(*ps, ctx, second, 2400);
       ExchangeFeedback fb{0, t, 2400, 0, 0, {1}};
       fb.summed = second.data();
       fb.summed_size = static_cast<int64_t>(second.size());
@@ -142,8 +143,8 @@ TEST(PowerSgd, StateRoundTripContinuesIdentically) {
   SelectContext ctx;
   Selection sel;
   std::vector<float> second;
-  a->select(ctx, m.data(), 600, sel);
-  a->second_message(ctx, m.data(), 600, sel.values.data(), second);
+  select_host(*a, ctx, m.data(), 600, sel);
+  second = second_message_host(*a, ctx, m.data(), 600, sel.values);
   ExchangeFeedback fb{0, 0, 600, 0, 0, {1}};
   fb.summed = second.data();
   fb.summed_size = static_cast<int64_t>(second.size());
@@ -157,8 +158,8 @@ TEST(PowerSgd, StateRoundTripContinuesIdentically) {
   EXPECT_DOUBLE_EQ(a->state_signature(0), b->state_signature(0));
   Selection sa, sb;
   ctx.iteration = 1;
-  a->select(ctx, m.data(), 600, sa);
-  b->select(ctx, m.data(), 600, sb);
+  select_host(*a, ctx, m.data(), 600, sa);
+  select_host(*b, ctx, m.data(), 600, sb);
   EXPECT_EQ(sa.values, sb.values);
 }
 
@@ -172,7 +173,7 @@ TEST(SignSgd, ScaledSignsPerTensorAndTheirPackedWords) {
   }();
   SignSgd rule(sp_values("signsgd", opts()));
   Selection sel, back;
-  rule.select(ctx, x.data(), 100, sel);
+  select_host(rule, ctx, x.data(), 100, sel);
   ASSERT_EQ(sel.packed.size(), 2u + 4u);  // two scales, 100 bits in 4 words
   double l1 = 0;
   for (int i = 40; i < 100; ++i) l1 += std::abs(x[i]);
@@ -180,12 +181,12 @@ TEST(SignSgd, ScaledSignsPerTensorAndTheirPackedWords) {
     const float scale = i < 40 ? 1.0f : static_cast<float>(l1 / 60);
     EXPECT_FLOAT_EQ(sel.values[i], x[i] < 0 ? -scale : scale) << i;
   }
-  rule.unpack(ctx, 100, sel.packed.data(), static_cast<int64_t>(sel.packed.size()), back);
+  unpack_host(rule, ctx, 100, sel.packed, back);
   EXPECT_EQ(back.indices, sel.indices);
   EXPECT_EQ(back.values, sel.values);
   SignSgd bucket_rule(sp_values("signsgd", opts({{"per_tensor", "0"}})));
-  rule.select(ctx, x.data(), 100, sel);
-  bucket_rule.select(ctx, x.data(), 100, back);
+  select_host(rule, ctx, x.data(), 100, sel);
+  select_host(bucket_rule, ctx, x.data(), 100, back);
   EXPECT_EQ(back.packed.size(), 1u + 4u) << "one scale for the bucket";
   EXPECT_NE(back.values[0], sel.values[0]);
 }

@@ -14,6 +14,7 @@
 #include "core/tensor.h"
 #include "sparsify/quantizers.h"
 #include "sparsify/registry.h"
+#include "tests/sparsify/host_forms.h"
 
 namespace st::test {
 namespace {
@@ -116,29 +117,6 @@ TEST(RangeFloat, SixteenBitsBeatEightBits) {
   EXPECT_LT(std::sqrt(e16 / ref), std::sqrt(e8 / ref) / 100);
 }
 
-TEST(BitPacking, RoundTripOfMixedWidths) {
-  std::vector<uint32_t> words;
-  quant::BitWriter w(words);
-  Rng rng(1);
-  std::vector<std::pair<uint32_t, int>> put;
-  for (int i = 0; i < 1000; ++i) {
-    const int bits = 1 + static_cast<int>(rng.below(24));
-    const uint32_t v = rng.below(1u << bits);
-    put.emplace_back(v, bits);
-    w.put(v, bits);
-  }
-  w.flush();
-  quant::BitReader r(words.data(), static_cast<int64_t>(words.size()));
-  for (const auto& [v, bits] : put) ASSERT_EQ(r.get(bits), v);
-  // At most 31 padding bits remain: two more 24-bit reads run past the end.
-  EXPECT_THROW(
-      {
-        r.get(24);
-        r.get(24);
-      },
-      Error);
-}
-
 std::vector<float> gaussian(int64_t n, uint64_t seed) {
   Rng rng(seed);
   std::vector<float> v(n);
@@ -203,18 +181,19 @@ void check_sparsifier(const std::string& name, const std::map<std::string, std::
   ctx.bucket = 2;
   ctx.iteration = 3;
   Selection sel;
-  sp->select(ctx, x.data(), n, sel);
+  select_host(*sp, ctx, x.data(), n, sel);
   ASSERT_EQ(static_cast<int64_t>(sel.indices.size()), n);
   ASSERT_EQ(static_cast<int64_t>(sel.packed.size()), expect_words);
   Selection back;
-  sp->unpack(ctx, n, sel.packed.data(), static_cast<int64_t>(sel.packed.size()), back);
+  unpack_host(*sp, ctx, n, sel.packed, back);
   EXPECT_EQ(back.indices, sel.indices);
   EXPECT_EQ(back.values, sel.values);
-  EXPECT_THROW(sp->unpack(ctx, n, sel.packed.data(), expect_words - 1, back), Error);
+  const std::vector<uint32_t> short_message(sel.packed.begin(), sel.packed.end() - 1);
+  EXPECT_THROW(unpack_host(*sp, ctx, n, short_message, back), Error);
   // Another rank rounds differently (its own Philox stream).
   Selection other;
   ctx.rank = 0;
-  sp->select(ctx, x.data(), n, other);
+  select_host(*sp, ctx, x.data(), n, other);
   EXPECT_NE(other.values, sel.values);
 }
 
@@ -236,7 +215,7 @@ TEST(TernGrad, ClipsToCSigma) {
     SparsifierOptions o;
     o.params = params;
     SelectContext ctx;
-    make_sparsifier("terngrad", o)->select(ctx, x.data(), 4000, sel);
+    select_host(*make_sparsifier("terngrad", o), ctx, x.data(), 4000, sel);
     float s;
     std::memcpy(&s, sel.packed.data(), 4);  // the chunk's scale leads the wire format
     return s;
@@ -263,58 +242,95 @@ TEST(TernGrad, SparsifierPacksTwoBits) {
 }  // namespace st::test
 
 #ifdef SPARSETRAIN_WITH_CUDA
+#include "core/storage.h"
+#include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/kernels/quantize_cuda.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace st::test {
 namespace {
 
-// The CUDA kernels evaluate the same ST_HD formulas: identical codes given the same
-// scales (norms/maxima come back from the device, whose summation order differs).
-TEST(QuantizeCuda, QsgdTernGradAndRangeFloatMatchTheCpuFormulas) {
+// The CUDA kernels behind the quantisation passes against the CPU implementation of
+// bulk::Ops: bit for bit given the same scales (norms and maxima come back from the
+// device, whose summation order differs).
+TEST(QuantizeCuda, KernelsMatchTheCpuImplementation) {
   ST_REQUIRE_CUDA_DEVICE();
-  const int64_t n = 10000, chunk = 512, chunks = (n + chunk - 1) / chunk;
+  const int64_t n = 10001;
   const std::vector<float> x = gaussian(n, 21);
   const Device gpu = Device::cuda(0);
   const Tensor xd = Tensor::from_vector(x, {n}).to(gpu);
-  Tensor scales = Tensor::empty({chunks}, DType::F32, gpu),
-         level = Tensor::empty({n}, DType::I32, gpu), value = Tensor::empty({n}, DType::F32, gpu);
-  const uint64_t seed = 3, stream = quant::rounding_stream(1, 2, 3);
-  quant::qsgd_cuda(xd.f32(), n, chunk, 15, seed, stream, scales.f32(), level.data<int32_t>(),
-                   value.f32());
-  Tensor s = scales.to(Device::cpu()), l = level.to(Device::cpu()), v = value.to(Device::cpu());
-  for (int64_t i = 0; i < n; ++i) {
-    const float norm = s.f32()[i / chunk];
-    ASSERT_EQ(l.data<int32_t>()[i],
-              quant::qsgd_level(x[i], norm, 15, philox_uniform(seed, stream, i)));
-    ASSERT_EQ(v.f32()[i], quant::qsgd_value(l.data<int32_t>()[i], norm, 15));
-  }
-  quant::terngrad_cuda(xd.f32(), n, chunk, 2.5f, seed, stream, scales.f32(), level.data<int32_t>(),
-                       value.f32());
-  s = scales.to(Device::cpu());
-  l = level.to(Device::cpu());
-  for (int64_t c = 0; c < chunks; ++c) {  // clipped scale: the CPU's formula
-    const int64_t b = c * chunk, e = std::min(n, b + chunk);
-    float mx = 0;
-    double sum = 0, sq = 0;
-    for (int64_t i = b; i < e; ++i) {
-      mx = std::max(mx, std::abs(x[i]));
-      sum += x[i];
-      sq += static_cast<double>(x[i]) * x[i];
+  bulk::CpuOps cpu;
+  bulk::Buffer xb, scales, codes, values, words;
+  cpu.upload(x.data(), bulk::Elem::F32, n, xb);
+  std::vector<bulk::QuantSpec> specs(3);
+  specs[0].kind = bulk::QuantKind::Qsgd, specs[0].chunk = 512, specs[0].levels = 15;
+  specs[1].kind = bulk::QuantKind::TernGrad, specs[1].chunk = 1000, specs[1].clip = 2.5f;
+  specs[2].kind = bulk::QuantKind::Sign, specs[2].starts = {0, 10, 5000};
+  for (bulk::QuantSpec& q : specs) {
+    q.seed = 3;
+    q.stream = quant::rounding_stream(1, 2, 3);
+    const int64_t G = q.groups(n);
+    cpu.quantize(q, xb, scales, codes, values);
+    std::vector<float> cs(G);
+    std::vector<uint32_t> cc(n);
+    cpu.download(scales, 0, G, cs.data());
+    cpu.download(codes, 0, n, cc.data());
+    Tensor s = Tensor::empty({G}, DType::F32, gpu), c = Tensor::empty({n}, DType::I32, gpu),
+           v = Tensor::empty({n}, DType::F32, gpu);
+    auto* cd = reinterpret_cast<uint32_t*>(c.data<int32_t>());
+    quant::quantize_cuda(q, xd.f32(), n, s.f32(), cd, v.f32());
+    const Tensor sh = s.to(Device::cpu()), ch = c.to(Device::cpu());
+    for (int64_t g = 0; g < G; ++g) ASSERT_NEAR(sh.f32()[g], cs[g], 1e-5 * cs[g]) << g;
+    // Codes from the device's scales: the CPU formula on those scales.
+    for (int64_t i = 0; i < n; ++i) {
+      const float u = philox_uniform(q.seed, q.stream, i);
+      const float sc = sh.f32()[q.kind == bulk::QuantKind::Sign ? (i < 10     ? 0
+                                                                   : i < 5000 ? 1
+                                                                              : 2)
+                                                                : i / q.chunk];
+      const uint32_t want = q.kind == bulk::QuantKind::Qsgd
+                                ? quant::level_code(quant::qsgd_level(x[i], sc, 15, u), q.bits())
+                            : q.kind == bulk::QuantKind::TernGrad
+                                ? quant::level_code(quant::terngrad_level(x[i], sc, u), 2)
+                                : (x[i] < 0 ? 1u : 0u);
+      ASSERT_EQ(static_cast<uint32_t>(ch.data<int32_t>()[i]), want) << i;
     }
-    const float want = quant::terngrad_scale(mx, sum, sq, e - b, 2.5f);
-    ASSERT_NEAR(s.f32()[c], want, 1e-5 * want) << "chunk " << c;
+    // Packing and dequantising on the device give the CPU's words and values.
+    const int64_t nw = (n * q.bits() + 31) / 32;
+    Tensor w = Tensor::empty({G + nw}, DType::I32, gpu),
+           back_d = Tensor::empty({n}, DType::I32, gpu), deq = Tensor::empty({n}, DType::F32, gpu);
+    auto* wd = reinterpret_cast<uint32_t*>(w.data<int32_t>());
+    cuda::copy_bytes(wd, gpu, s.f32(), gpu, 4 * static_cast<size_t>(G));
+    quant::pack_bits_cuda(cd, n, q.bits(), wd + G);
+    quant::unpack_bits_cuda(wd + G, n, q.bits(),
+                            reinterpret_cast<uint32_t*>(back_d.data<int32_t>()));
+    quant::dequantize_cuda(q, reinterpret_cast<uint32_t*>(back_d.data<int32_t>()), n, wd,
+                           deq.f32());
+    cpu.resize(words, bulk::Elem::U32, G + nw);
+    const Tensor wh = w.to(Device::cpu());
+    cpu.upload(wh.data<int32_t>(), bulk::Elem::U32, G + nw, words);
+    std::vector<uint32_t> host_codes(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) host_codes[i] = static_cast<uint32_t>(ch.data<int32_t>()[i]);
+    bulk::Buffer hc, hw, hv;
+    cpu.upload(host_codes.data(), bulk::Elem::U32, n, hc);
+    cpu.resize(hw, bulk::Elem::U32, G + nw);
+    cpu.copy(words, 0, hw, 0, G);
+    cpu.pack_bits(hc, q.bits(), hw, G);
+    EXPECT_TRUE(cpu.same_bits(hw, words)) << "pack_bits";
+    cpu.dequantize(q, hc, words, 0, hv);
+    const Tensor dh = deq.to(Device::cpu());
+    std::vector<float> hvv(static_cast<size_t>(n));
+    cpu.download(hv, 0, n, hvv.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(dh.f32()[i], hvv[i]) << i;
   }
-  for (int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(l.data<int32_t>()[i],
-              quant::terngrad_level(x[i], s.f32()[i / chunk], philox_uniform(seed, stream, i)));
   const quant::RangeFloat f = quant::range_float_format(max_abs(x), min_abs_nonzero(x), 8);
-  Tensor codes = Tensor::empty({n}, DType::I32, gpu);
-  quant::range_float_cuda(xd.f32(), n, f, reinterpret_cast<uint32_t*>(codes.data<int32_t>()),
+  Tensor codes_d = Tensor::empty({n}, DType::I32, gpu), value = Tensor::empty({n}, DType::F32, gpu);
+  quant::range_float_cuda(xd.f32(), n, f, reinterpret_cast<uint32_t*>(codes_d.data<int32_t>()),
                           value.f32());
-  const Tensor c = codes.to(Device::cpu());
+  const Tensor c = codes_d.to(Device::cpu());
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(static_cast<uint32_t>(c.data<int32_t>()[i]), quant::range_float_encode(f, x[i]));
+  EXPECT_EQ(quant::abs_min_nonzero_cuda(xd.f32(), n), min_abs_nonzero(x));
 }
 
 TEST(QuantizeCuda, SidcoEstimateMatchesTheCpu) {

@@ -1,0 +1,542 @@
+// bulk::CpuOps: quantisation, transforms and dense algebra (DGC, VGC, QSGD, TernGrad,
+// EF-signSGD, FFT, PowerSGD). The loops are the ones those methods ran on host memory
+// before the interface, in the same order, so results keep their bits.
+#include <fftw3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/kernels/blas.h"
+#include "core/rng.h"
+#include "sparsify/bulk/cpu_ops.h"
+#include "sparsify/kernels/select_cpu.h"
+
+namespace st::bulk {
+
+namespace {
+
+constexpr int64_t kParallelMin = 65536;
+constexpr int64_t kVgcBlock = 1 << 16;  // VGC's test runs over blocks, joined in order
+
+uint32_t* u32(Tensor& t) {
+  return static_cast<uint32_t*>(t.raw());
+}
+const uint32_t* u32(const Tensor& t) {
+  return static_cast<const uint32_t*>(t.raw());
+}
+
+uint32_t float_bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
+float bits_float(uint32_t u) {
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+// The low `bits` of a code.
+uint32_t code_mask(int bits) {
+  return static_cast<uint32_t>((uint64_t{1} << bits) - 1);
+}
+
+// FFTW's planner is not thread-safe (only fftwf_execute* is): plan creation and
+// destruction from any CpuOps take this lock.
+std::mutex& planner_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+bool fftw_aligned(const void* p) {
+  return fftwf_alignment_of(static_cast<float*>(const_cast<void*>(p))) == 0;
+}
+
+// Per-thread FFTW-aligned scratch of at least `floats` floats.
+float* thread_scratch(int64_t floats) {
+  struct Scratch {
+    float* p = nullptr;
+    int64_t size = 0;
+    ~Scratch() { fftwf_free(p); }
+  };
+  thread_local Scratch b;
+  if (b.size < floats) {
+    fftwf_free(b.p);
+    b.p = fftwf_alloc_real(static_cast<size_t>(floats));
+    ST_CHECK(b.p, "bulk::CpuOps: out of memory for ", floats, " floats of FFT scratch");
+    b.size = floats;
+  }
+  return b.p;
+}
+
+// The k largest |x| of x[0, count), ties to the lower index, ascending in `out`; returns
+// the k-th largest. Short ranges (most tensors of a bucket) sort directly; long ones use
+// the two-pass histogram kernel.
+float keep_top(const float* x, int64_t count, int64_t k, std::vector<int32_t>& out) {
+  if (count > 4096) return select::topk_abs(x, count, k, out);
+  out.resize(static_cast<size_t>(count));
+  std::iota(out.begin(), out.end(), 0);
+  auto larger = [x](int32_t a, int32_t b) {
+    const float fa = std::fabs(x[a]), fb = std::fabs(x[b]);
+    return fa != fb ? fa > fb : a < b;
+  };
+  std::nth_element(out.begin(), out.begin() + (k - 1), out.end(), larger);
+  const float kth = std::fabs(x[out[static_cast<size_t>(k - 1)]]);
+  out.resize(static_cast<size_t>(k));
+  std::sort(out.begin(), out.end());
+  return kth;
+}
+
+}  // namespace
+
+// Out-of-place r2c and c2r plans per length, used through FFTW's new-array execute
+// functions: an aligned pair (SIMD codelets) for arrays FFTW considers aligned, and an
+// unaligned pair for pieces that start anywhere in the bucket.
+struct CpuOps::FftCache {
+  struct Plans {
+    fftwf_plan r2c = nullptr, c2r = nullptr, r2c_u = nullptr, c2r_u = nullptr;
+  };
+  std::map<int64_t, Plans> by_len;
+
+  const Plans& get(int64_t len) {
+    auto it = by_len.find(len);
+    if (it != by_len.end()) return it->second;
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    const int n = static_cast<int>(len);
+    float* r = fftwf_alloc_real(static_cast<size_t>(len));
+    fftwf_complex* c = fftwf_alloc_complex(static_cast<size_t>(len / 2 + 1));
+    Plans p;
+    p.r2c = fftwf_plan_dft_r2c_1d(n, r, c, FFTW_ESTIMATE);
+    p.c2r = fftwf_plan_dft_c2r_1d(n, c, r, FFTW_ESTIMATE);
+    p.r2c_u = fftwf_plan_dft_r2c_1d(n, r, c, FFTW_ESTIMATE | FFTW_UNALIGNED);
+    p.c2r_u = fftwf_plan_dft_c2r_1d(n, c, r, FFTW_ESTIMATE | FFTW_UNALIGNED);
+    fftwf_free(r);
+    fftwf_free(c);
+    ST_CHECK(p.r2c && p.c2r && p.r2c_u && p.c2r_u, "bulk::CpuOps: FFTW could not plan length ",
+             len);
+    return by_len.emplace(len, p).first->second;
+  }
+  // Plans for every piece, made before the parallel loops (the planner is serial).
+  void prepare(const std::vector<FftPiece>& pieces) {
+    for (const FftPiece& p : pieces) get(p.len);
+  }
+  ~FftCache() {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    for (auto& [len, p] : by_len)
+      for (fftwf_plan q : {p.r2c, p.c2r, p.r2c_u, p.c2r_u}) fftwf_destroy_plan(q);
+  }
+};
+
+// --- DGC ---
+
+void CpuOps::dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) {
+  const int64_t n = x.size();
+  ST_CHECK(u.size() == n && v.size() == n && seen.size() == n, "bulk::Ops::dgc_momentum: x of ", n,
+           " elements, state of ", u.size(), ", ", v.size(), ", ", seen.size());
+  const float* xp = f32(x);
+  float* up = f32(u);
+  float* acc = f32(v);
+  float* sp = f32(seen);
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    up[i] = m * up[i] + (xp[i] - sp[i]);
+    acc[i] += up[i];
+    sp[i] = xp[i];
+  }
+}
+
+// --- VGC ---
+
+float CpuOps::vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch,
+                       float alpha, float zeta, float tau, Buffer& v, Buffer& out) {
+  const int64_t n = x.size();
+  ST_CHECK(v.size() == n && (aux || grad), "bulk::Ops::vgc_test: x of ", n, " elements, v of ",
+           v.size(), aux || grad ? "" : ", neither aux nor grad");
+  const float* xp = f32(x);
+  const float* ap = aux ? f32(*aux) : nullptr;
+  const float* gp = grad ? f32(*grad) : nullptr;
+  float* vp = f32(v);
+  const int64_t blocks = (n + kVgcBlock - 1) / kVgcBlock;
+  range_hits_.resize(static_cast<size_t>(blocks));
+  range_cut_.assign(static_cast<size_t>(blocks), 0.0f);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::vector<int32_t>& hits = range_hits_[static_cast<size_t>(b)];
+    hits.clear();
+    const int64_t end = std::min(n, (b + 1) * kVgcBlock);
+    float mx = 0.0f;
+    for (int64_t i = b * kVgcBlock; i < end; ++i) {
+      const float add = ap ? ap[i] : gp[i] * gp[i] * inv_batch;
+      const float vi = vp[i] + add;
+      const float r = xp[i];
+      const bool send = r * r > alpha * vi || (tau > 0 && std::abs(r) > tau);
+      if (send) {
+        hits.push_back(static_cast<int32_t>(i));
+        mx = std::max(mx, std::abs(r));
+        vp[i] = 0.0f;
+      } else {
+        vp[i] = vi * zeta;
+      }
+    }
+    range_cut_[static_cast<size_t>(b)] = mx;
+  }
+  int64_t total = 0;
+  for (int64_t b = 0; b < blocks; ++b) total += static_cast<int64_t>(range_hits_[b].size());
+  resize(out, Elem::I32, total);
+  int32_t* o = i32(out);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::vector<int32_t>& h = range_hits_[static_cast<size_t>(b)];
+    std::copy(h.begin(), h.end(), o);
+    o += h.size();
+  }
+  float scale = 0.0f;
+  for (float c : range_cut_) scale = std::max(scale, c);
+  return scale;
+}
+
+void CpuOps::vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index_bits,
+                      Buffer& packed, Buffer& values) {
+  const int64_t m = idx.size();
+  resize(packed, Elem::U32, m + 1);
+  resize(values, Elem::F32, m);
+  const float* xp = f32(x);
+  const int32_t* ip = i32(idx);
+  uint32_t* w = u32(storage(packed));
+  float* vp = f32(values);
+  w[0] = float_bits(scale);
+#pragma omp parallel for schedule(static) if (m > kParallelMin)
+  for (int64_t j = 0; j < m; ++j) {
+    const uint32_t word = quant::vgc_encode(ip[j], xp[ip[j]], scale, index_bits);
+    w[j + 1] = word;
+    vp[j] = quant::vgc_value(word, scale, index_bits);
+  }
+}
+
+void CpuOps::vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int index_bits,
+                        Buffer& idx, Buffer& values) {
+  ST_CHECK(count >= 1 && offset >= 0 && offset + count <= words.size(),
+           "bulk::Ops::vgc_unpack: ", count, " words from ", offset, " of ", words.size());
+  const uint32_t* w = u32(storage(words)) + offset;
+  const float scale = bits_float(w[0]);
+  const int64_t m = count - 1;
+  resize(idx, Elem::I32, m);
+  resize(values, Elem::F32, m);
+  int32_t* ip = i32(idx);
+  float* vp = f32(values);
+#pragma omp parallel for schedule(static) if (m > kParallelMin)
+  for (int64_t j = 0; j < m; ++j) {
+    ip[j] = quant::vgc_index(w[j + 1], index_bits);
+    vp[j] = quant::vgc_value(w[j + 1], scale, index_bits);
+  }
+}
+
+// --- Quantisers ---
+
+void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
+                      Buffer& values) {
+  const int64_t n = x.size(), groups = q.groups(n);
+  const int bits = q.bits();
+  resize(scales, Elem::F32, groups);
+  resize(codes, Elem::U32, n);
+  resize(values, Elem::F32, n);
+  const float* xp = f32(x);
+  float* sc = f32(scales);
+  uint32_t* cp = u32(storage(codes));
+  float* vp = f32(values);
+  if (q.kind == QuantKind::Qsgd) {
+    // One chunk per iteration: its squared norm in index order, then its levels.
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+    for (int64_t c = 0; c < groups; ++c) {
+      const part::Range r = q.group(c, n);
+      double sq = 0;
+      for (int64_t i = r.begin; i < r.end; ++i) sq += static_cast<double>(xp[i]) * xp[i];
+      const float norm = static_cast<float>(std::sqrt(sq));
+      sc[c] = norm;
+      for (int64_t i = r.begin; i < r.end; ++i) {
+        const int32_t l =
+            quant::qsgd_level(xp[i], norm, q.levels, philox_uniform(q.seed, q.stream, i));
+        cp[i] = quant::level_code(l, bits);
+        vp[i] = quant::qsgd_value(l, norm, q.levels);
+      }
+    }
+    return;
+  }
+  for (int64_t c = 0; c < groups; ++c) {
+    const part::Range r = q.group(c, n);
+    const int64_t b = r.begin, e = r.end;
+    float scale = 0.0f;
+    if (q.kind == QuantKind::TernGrad) {
+      float mx = 0;
+      double sum = 0, sumsq = 0;
+#pragma omp parallel for reduction(max : mx) reduction(+ : sum, sumsq) schedule(static) if (e - b > kParallelMin)
+      for (int64_t i = b; i < e; ++i) {
+        mx = std::max(mx, std::abs(xp[i]));
+        sum += xp[i];
+        sumsq += static_cast<double>(xp[i]) * xp[i];
+      }
+      scale = quant::terngrad_scale(mx, sum, sumsq, e - b, q.clip);
+#pragma omp parallel for schedule(static) if (e - b > kParallelMin)
+      for (int64_t i = b; i < e; ++i) {
+        const int32_t l = quant::terngrad_level(xp[i], scale, philox_uniform(q.seed, q.stream, i));
+        cp[i] = quant::level_code(l, 2);
+        vp[i] = quant::terngrad_value(l, scale);
+      }
+    } else {  // Sign: the L1 mean of the group, one sign bit per element
+      double l1 = 0;
+#pragma omp parallel for reduction(+ : l1) schedule(static) if (e - b > kParallelMin)
+      for (int64_t i = b; i < e; ++i) l1 += std::abs(xp[i]);
+      scale = e > b ? static_cast<float>(l1 / static_cast<double>(e - b)) : 0.0f;
+#pragma omp parallel for simd schedule(static) if (e - b > kParallelMin)
+      for (int64_t i = b; i < e; ++i) {
+        const bool neg = xp[i] < 0;
+        cp[i] = neg ? 1u : 0u;
+        vp[i] = neg ? -scale : scale;
+      }
+    }
+    sc[c] = scale;
+  }
+}
+
+void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& words,
+                        int64_t scales_at, Buffer& values) {
+  const int64_t n = codes.size(), groups = q.groups(n);
+  ST_CHECK(scales_at >= 0 && scales_at + groups <= words.size(), "bulk::Ops::dequantize: ", groups,
+           " scales from ", scales_at, " of ", words.size(), " words");
+  const int bits = q.bits();
+  resize(values, Elem::F32, n);
+  const uint32_t* cp = u32(storage(codes));
+  const uint32_t* sw = u32(storage(words)) + scales_at;
+  float* vp = f32(values);
+  for (int64_t g = 0; g < groups; ++g) {
+    const part::Range r = q.group(g, n);
+    const float scale = bits_float(sw[g]);
+#pragma omp parallel for simd schedule(static) if (r.size() > kParallelMin)
+    for (int64_t i = r.begin; i < r.end; ++i) {
+      switch (q.kind) {
+        case QuantKind::Qsgd:
+          vp[i] = quant::qsgd_value(quant::code_level(cp[i], bits), scale, q.levels);
+          break;
+        case QuantKind::TernGrad:
+          vp[i] = quant::terngrad_value(quant::code_level(cp[i], 2), scale);
+          break;
+        case QuantKind::Sign:
+          vp[i] = cp[i] & 1u ? -scale : scale;
+          break;
+      }
+    }
+  }
+}
+
+// 32 codes of `bits` bits fill exactly `bits` words, so groups of 32 codes pack (and
+// unpack) independently: the parallel loops give the serial stream's words.
+void CpuOps::pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at) {
+  ST_CHECK(bits >= 1 && bits <= 32, "bulk::Ops::pack_bits: ", bits, " bits per code");
+  const int64_t n = codes.size(), nw = (n * bits + 31) / 32;
+  ST_CHECK(at >= 0 && at + nw <= words.size(), "bulk::Ops::pack_bits: ", nw, " words from ", at,
+           " of ", words.size());
+  const uint32_t* cp = u32(storage(codes));
+  uint32_t* wp = u32(storage(words)) + at;
+  const uint32_t mask = code_mask(bits);
+  const int64_t groups = (n + 31) / 32;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t end = std::min(n, (g + 1) * 32);
+    uint32_t* dst = wp + g * bits;
+    uint64_t acc = 0;
+    int fill = 0;
+    for (int64_t j = g * 32; j < end; ++j) {
+      acc |= static_cast<uint64_t>(cp[j] & mask) << fill;
+      fill += bits;
+      if (fill >= 32) {
+        *dst++ = static_cast<uint32_t>(acc);
+        acc >>= 32;
+        fill -= 32;
+      }
+    }
+    if (fill > 0) *dst = static_cast<uint32_t>(acc);
+  }
+}
+
+void CpuOps::unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits, Buffer& codes) {
+  ST_CHECK(bits >= 1 && bits <= 32, "bulk::Ops::unpack_bits: ", bits, " bits per code");
+  const int64_t nw = (count * bits + 31) / 32;
+  ST_CHECK(at >= 0 && count >= 0 && at + nw <= words.size(), "bulk::Ops::unpack_bits: ", count,
+           " codes of ", bits, " bits from word ", at, " of ", words.size());
+  resize(codes, Elem::U32, count);
+  const uint32_t* wp = u32(storage(words)) + at;
+  uint32_t* cp = u32(storage(codes));
+  const uint32_t mask = code_mask(bits);
+  const int64_t groups = (count + 31) / 32;
+#pragma omp parallel for schedule(static) if (count > kParallelMin)
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t end = std::min(count, (g + 1) * 32);
+    const uint32_t* src = wp + g * bits;
+    uint64_t acc = 0;
+    int fill = 0;
+    for (int64_t j = g * 32; j < end; ++j) {
+      if (fill < bits) {
+        acc |= static_cast<uint64_t>(*src++) << fill;
+        fill += 32;
+      }
+      cp[j] = static_cast<uint32_t>(acc) & mask;
+      acc >>= bits;
+      fill -= bits;
+    }
+  }
+}
+
+void CpuOps::range_float_quantize(const quant::RangeFloat& f, const Buffer& x, Buffer& codes,
+                                  Buffer& values) {
+  const int64_t n = x.size();
+  resize(codes, Elem::U32, n);
+  resize(values, Elem::F32, n);
+  const float* xp = f32(x);
+  uint32_t* cp = u32(storage(codes));
+  float* vp = f32(values);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    cp[i] = quant::range_float_encode(f, xp[i]);
+    vp[i] = quant::range_float_decode(f, cp[i]);
+  }
+}
+
+void CpuOps::range_float_dequantize(const quant::RangeFloat& f, const Buffer& codes,
+                                    Buffer& values) {
+  const int64_t n = codes.size();
+  resize(values, Elem::F32, n);
+  const uint32_t* cp = u32(storage(codes));
+  float* vp = f32(values);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) vp[i] = quant::range_float_decode(f, cp[i]);
+}
+
+float CpuOps::abs_min_nonzero(const Buffer& x, part::Range r) {
+  ST_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= x.size(),
+           "bulk::Ops::abs_min_nonzero: range [", r.begin, ", ", r.end, ") outside ", x.size());
+  const float* xp = f32(x);
+  float mn = 0;
+  for (int64_t i = r.begin; i < r.end; ++i) {
+    const float a = std::abs(xp[i]);
+    if (a > 0 && (mn == 0 || a < mn)) mn = a;
+  }
+  return mn;
+}
+
+// --- FFT ---
+
+void CpuOps::rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer& coef) {
+  if (!fft_) fft_ = std::make_shared<FftCache>();
+  fft_->prepare(pieces);
+  const float* xp = f32(x);
+  float* cp = f32(coef);
+  for (const FftPiece& p : pieces)
+    ST_CHECK(
+        p.begin >= 0 && p.begin + p.len <= x.size() && p.coef + 2 * (p.len / 2 + 1) <= coef.size(),
+        "bulk::Ops::rfft: piece [", p.begin, ", +", p.len, ") -> ", p.coef, " outside ", x.size(),
+        " / ", coef.size());
+  const int64_t np = static_cast<int64_t>(pieces.size());
+  FftCache& cache = *fft_;
+#pragma omp parallel for schedule(dynamic) if (np > 1)
+  for (int64_t i = 0; i < np; ++i) {
+    const FftPiece& p = pieces[static_cast<size_t>(i)];
+    // Into aligned scratch, then copied: the coefficient layout leaves pieces unaligned.
+    const FftCache::Plans& pl = cache.by_len.at(p.len);
+    const int64_t m = 2 * (p.len / 2 + 1);
+    float* out = thread_scratch(m);
+    float* in = const_cast<float*>(xp + p.begin);
+    fftwf_execute_dft_r2c(fftw_aligned(in) ? pl.r2c : pl.r2c_u, in,
+                          reinterpret_cast<fftwf_complex*>(out));
+    std::copy(out, out + m, cp + p.coef);
+  }
+}
+
+void CpuOps::irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buffer& out) {
+  if (!fft_) fft_ = std::make_shared<FftCache>();
+  fft_->prepare(pieces);
+  const float* cp = f32(coef);
+  float* op = f32(out);
+  for (const FftPiece& p : pieces)
+    ST_CHECK(p.begin >= 0 && p.begin + p.len <= out.size() &&
+                 p.coef + 2 * (p.len / 2 + 1) <= coef.size(),
+             "bulk::Ops::irfft: piece [", p.begin, ", +", p.len, ") <- ", p.coef, " outside ",
+             out.size(), " / ", coef.size());
+  const int64_t np = static_cast<int64_t>(pieces.size());
+  FftCache& cache = *fft_;
+#pragma omp parallel for schedule(dynamic) if (np > 1)
+  for (int64_t i = 0; i < np; ++i) {
+    const FftPiece& p = pieces[static_cast<size_t>(i)];
+    // c2r overwrites its input: transform an aligned copy, then scale by 1/N.
+    const FftCache::Plans& pl = cache.by_len.at(p.len);
+    const int64_t m = 2 * (p.len / 2 + 1);
+    float* in = thread_scratch(m);
+    std::copy(cp + p.coef, cp + p.coef + m, in);
+    float* dst = op + p.begin;
+    fftwf_execute_dft_c2r(fftw_aligned(dst) ? pl.c2r : pl.c2r_u,
+                          reinterpret_cast<fftwf_complex*>(in), dst);
+    const float inv = 1.0f / static_cast<float>(p.len);
+    for (int64_t e = 0; e < p.len; ++e) dst[e] *= inv;
+  }
+}
+
+void CpuOps::sq_magnitudes(const Buffer& coef, Buffer& mag) {
+  const int64_t nc = coef.size() / 2;
+  resize(mag, Elem::F32, nc);
+  const float* c = f32(coef);
+  float* m = f32(mag);
+#pragma omp parallel for schedule(static) if (nc > kParallelMin)
+  for (int64_t j = 0; j < nc; ++j) m[j] = c[2 * j] * c[2 * j] + c[2 * j + 1] * c[2 * j + 1];
+}
+
+float CpuOps::topk_abs_ranges(const Buffer& x, const std::vector<TopkRange>& ranges, Buffer& out) {
+  const float* xp = f32(x);
+  int64_t total = 0, last = 0;
+  for (const TopkRange& r : ranges) {
+    ST_CHECK(r.begin >= last && r.end <= x.size() && r.k >= 1 && r.k <= r.end - r.begin,
+             "bulk::Ops::topk_abs_ranges: range [", r.begin, ", ", r.end, ") with k = ", r.k,
+             " in a buffer of ", x.size());
+    last = r.end;
+    total += r.k;
+  }
+  resize(out, Elem::I32, total);
+  int32_t* o = i32(out);
+  float cut = std::numeric_limits<float>::infinity();
+  for (const TopkRange& r : ranges) {
+    cut = std::min(cut, keep_top(xp + r.begin, r.end - r.begin, r.k, scratch_));
+    for (int32_t j : scratch_) *o++ = static_cast<int32_t>(r.begin + j);
+  }
+  return cut;
+}
+
+void CpuOps::pair_indices(const Buffer& idx, Buffer& out) {
+  const int64_t m = idx.size();
+  resize(out, Elem::I32, 2 * m);
+  const int32_t* ip = i32(idx);
+  int32_t* o = i32(out);
+#pragma omp parallel for simd schedule(static) if (m > kParallelMin)
+  for (int64_t j = 0; j < m; ++j) {
+    o[2 * j] = 2 * ip[j];
+    o[2 * j + 1] = 2 * ip[j] + 1;
+  }
+}
+
+// --- Dense algebra ---
+
+void CpuOps::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const Buffer& A, int64_t a_off, const Buffer& B, int64_t b_off, float beta,
+                  Buffer& C, int64_t c_off) {
+  ST_CHECK(a_off >= 0 && a_off + m * k <= A.size() && b_off >= 0 && b_off + k * n <= B.size() &&
+               c_off >= 0 && c_off + m * n <= C.size(),
+           "bulk::Ops::gemm: ", m, "x", k, " times ", k, "x", n, " outside buffers of ", A.size(),
+           ", ", B.size(), ", ", C.size());
+  if (m == 0 || n == 0) return;
+  cpu::gemm(trans_a, trans_b, m, n, k, alpha, f32(A) + a_off, f32(B) + b_off, beta, f32(C) + c_off);
+}
+
+}  // namespace st::bulk

@@ -1,0 +1,73 @@
+// Device-ready sparsifiers driven from host vectors in tests: select_on, unpack_on,
+// decode_on and second_message_on through this thread's CPU implementation of bulk::Ops
+// (one long-lived instance, so rule state that remembers its Ops stays valid between
+// calls), results copied back to plain vectors.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sparsify/device_state.h"
+#include "sparsify/sparsifier.h"
+
+namespace st::test {
+
+template <class T>
+std::vector<T> host_of(const bulk::Buffer& b) {
+  std::vector<T> v(static_cast<size_t>(b.size()));
+  thread_cpu_ops().download(b, 0, b.size(), v.data());
+  return v;
+}
+
+inline bulk::Buffer buffer_of(const float* x, int64_t n) {
+  bulk::Buffer b;
+  thread_cpu_ops().upload(x, bulk::Elem::F32, n, b);
+  return b;
+}
+
+inline Selection host_selection(const DeviceSelection& d) {
+  Selection s;
+  s.indices = host_of<int32_t>(d.indices);
+  s.values = host_of<float>(d.values);
+  s.packed = host_of<uint32_t>(d.packed);
+  s.threshold = d.threshold;
+  return s;
+}
+
+// select_on() on x; ctx.grad / ctx.aux, when set, become the side-input buffers.
+inline void select_host(Sparsifier& sp, SelectContext ctx, const float* x, int64_t n,
+                        Selection& out) {
+  bulk::Buffer xb = buffer_of(x, n), gb, ab;
+  if (ctx.grad) ctx.grad_buffer = &(gb = buffer_of(ctx.grad, n));
+  if (ctx.aux) ctx.aux_buffer = &(ab = buffer_of(ctx.aux, n));
+  DeviceSelection d;
+  sp.select_on(thread_cpu_ops(), ctx, xb, d);
+  out = host_selection(d);
+}
+
+inline void unpack_host(const Sparsifier& sp, const SelectContext& ctx, int64_t n,
+                        const std::vector<uint32_t>& words, Selection& out) {
+  bulk::Buffer wb;
+  thread_cpu_ops().upload(words.data(), bulk::Elem::U32, static_cast<int64_t>(words.size()), wb);
+  DeviceSelection d;
+  sp.unpack_on(thread_cpu_ops(), ctx, n, wb, 0, wb.size(), d);
+  out = host_selection(d);
+}
+
+inline std::vector<float> decode_host(Sparsifier& sp, const SelectContext& ctx,
+                                      const std::vector<float>& coeffs, int64_t n) {
+  bulk::Buffer cb = buffer_of(coeffs.data(), static_cast<int64_t>(coeffs.size())), out;
+  sp.decode_on(thread_cpu_ops(), ctx, cb, n, out);
+  return host_of<float>(out);
+}
+
+inline std::vector<float> second_message_host(Sparsifier& sp, const SelectContext& ctx,
+                                              const float* x, int64_t n,
+                                              const std::vector<float>& first_sum) {
+  bulk::Buffer xb = buffer_of(x, n);
+  bulk::Buffer fb = buffer_of(first_sum.data(), static_cast<int64_t>(first_sum.size())), out;
+  sp.second_message_on(thread_cpu_ops(), ctx, xb, fb, out);
+  return host_of<float>(out);
+}
+
+}  // namespace st::test

@@ -22,7 +22,8 @@ namespace st::bulk {
 namespace {
 
 constexpr int64_t kParallelMin = 65536;
-constexpr int64_t kVgcBlock = 1 << 16;  // VGC's test runs over blocks, joined in order
+// VGC's test and the TernGrad / EF-signSGD sums run over fixed blocks, joined in order.
+constexpr int64_t kBlock = 1 << 16;
 
 uint32_t float_bits(float v) {
   uint32_t u;
@@ -156,16 +157,16 @@ float CpuOps::vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, f
   const float* ap = aux ? f32(*aux) : nullptr;
   const float* gp = grad ? f32(*grad) : nullptr;
   float* vp = f32(v);
-  const int64_t blocks = (n + kVgcBlock - 1) / kVgcBlock;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
   range_hits_.resize(static_cast<size_t>(blocks));
   range_cut_.assign(static_cast<size_t>(blocks), 0.0f);
 #pragma omp parallel for schedule(static) if (blocks > 1)
   for (int64_t b = 0; b < blocks; ++b) {
     std::vector<int32_t>& hits = range_hits_[static_cast<size_t>(b)];
     hits.clear();
-    const int64_t end = std::min(n, (b + 1) * kVgcBlock);
+    const int64_t end = std::min(n, (b + 1) * kBlock);
     float mx = 0.0f;
-    for (int64_t i = b * kVgcBlock; i < end; ++i) {
+    for (int64_t i = b * kBlock; i < end; ++i) {
       const float add = ap ? ap[i] : gp[i] * gp[i] * inv_batch;
       const float vi = vp[i] + add;
       const float r = xp[i];
@@ -232,6 +233,79 @@ void CpuOps::vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int 
 
 // --- Quantisers ---
 
+namespace {
+
+// Sums of a TernGrad or EF-signSGD group block: x and x^2 (TernGrad) or |x| (Sign), max |x|.
+struct BlockSums {
+  double a = 0, b = 0;
+  float mx = 0;
+};
+
+}  // namespace
+
+// TernGrad and EF-signSGD: each group's sums over fixed blocks of kBlock elements (in
+// index order inside a block), the blocks added in order, so the bits do not depend on
+// the thread count (a group of one block is the plain serial sum); then the group's codes
+// and values. One parallel region for all groups.
+void CpuOps::scaled_groups(const QuantSpec& q, const float* xp, int64_t n, float* sc, uint32_t* cp,
+                           float* vp) {
+  const int64_t groups = q.groups(n);
+  std::vector<int64_t> first(static_cast<size_t>(groups) + 1, 0);  // each group's first block
+  for (int64_t g = 0; g < groups; ++g)
+    first[g + 1] = first[g] + std::max<int64_t>(1, (q.group(g, n).size() + kBlock - 1) / kBlock);
+  std::vector<BlockSums> part(static_cast<size_t>(first[groups]));
+  const bool tern = q.kind == QuantKind::TernGrad;
+#pragma omp parallel if (n > kParallelMin)
+  {
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < first[groups]; ++blk) {
+      const int64_t g = std::upper_bound(first.begin(), first.end(), blk) - first.begin() - 1;
+      const part::Range r = q.group(g, n);
+      const int64_t b = r.begin + (blk - first[g]) * kBlock, e = std::min(r.end, b + kBlock);
+      BlockSums s;
+      for (int64_t i = b; i < e; ++i) {
+        if (tern) {
+          s.mx = std::max(s.mx, std::abs(xp[i]));
+          s.a += xp[i];
+          s.b += static_cast<double>(xp[i]) * xp[i];
+        } else {
+          s.a += std::abs(xp[i]);
+        }
+      }
+      part[static_cast<size_t>(blk)] = s;
+    }
+#pragma omp single
+    for (int64_t g = 0; g < groups; ++g) {
+      BlockSums t;
+      for (int64_t blk = first[g]; blk < first[g + 1]; ++blk) {
+        t.a += part[blk].a;
+        t.b += part[blk].b;
+        t.mx = std::max(t.mx, part[blk].mx);
+      }
+      const int64_t len = q.group(g, n).size();
+      sc[g] = tern ? quant::terngrad_scale(t.mx, t.a, t.b, len, q.clip)
+                   : (len > 0 ? static_cast<float>(t.a / static_cast<double>(len)) : 0.0f);
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      const part::Range r = q.group(g, n);
+      const float scale = sc[g];
+#pragma omp for schedule(static) nowait
+      for (int64_t i = r.begin; i < r.end; ++i) {
+        if (tern) {
+          const int32_t l =
+              quant::terngrad_level(xp[i], scale, philox_uniform(q.seed, q.stream, i));
+          cp[i] = quant::level_code(l, 2);
+          vp[i] = quant::terngrad_value(l, scale);
+        } else {
+          const bool neg = xp[i] < 0;
+          cp[i] = neg ? 1u : 0u;
+          vp[i] = neg ? -scale : scale;
+        }
+      }
+    }
+  }
+}
+
 void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
                       Buffer& values) {
   const int64_t n = x.size(), groups = q.groups(n);
@@ -261,40 +335,7 @@ void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffe
     }
     return;
   }
-  for (int64_t c = 0; c < groups; ++c) {
-    const part::Range r = q.group(c, n);
-    const int64_t b = r.begin, e = r.end;
-    float scale = 0.0f;
-    if (q.kind == QuantKind::TernGrad) {
-      float mx = 0;
-      double sum = 0, sumsq = 0;
-#pragma omp parallel for reduction(max : mx) reduction(+ : sum, sumsq) schedule(static) if (e - b > kParallelMin)
-      for (int64_t i = b; i < e; ++i) {
-        mx = std::max(mx, std::abs(xp[i]));
-        sum += xp[i];
-        sumsq += static_cast<double>(xp[i]) * xp[i];
-      }
-      scale = quant::terngrad_scale(mx, sum, sumsq, e - b, q.clip);
-#pragma omp parallel for schedule(static) if (e - b > kParallelMin)
-      for (int64_t i = b; i < e; ++i) {
-        const int32_t l = quant::terngrad_level(xp[i], scale, philox_uniform(q.seed, q.stream, i));
-        cp[i] = quant::level_code(l, 2);
-        vp[i] = quant::terngrad_value(l, scale);
-      }
-    } else {  // Sign: the L1 mean of the group, one sign bit per element
-      double l1 = 0;
-#pragma omp parallel for reduction(+ : l1) schedule(static) if (e - b > kParallelMin)
-      for (int64_t i = b; i < e; ++i) l1 += std::abs(xp[i]);
-      scale = e > b ? static_cast<float>(l1 / static_cast<double>(e - b)) : 0.0f;
-#pragma omp parallel for simd schedule(static) if (e - b > kParallelMin)
-      for (int64_t i = b; i < e; ++i) {
-        const bool neg = xp[i] < 0;
-        cp[i] = neg ? 1u : 0u;
-        vp[i] = neg ? -scale : scale;
-      }
-    }
-    sc[c] = scale;
-  }
+  scaled_groups(q, xp, n, sc, cp, vp);
 }
 
 void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& words,
@@ -307,10 +348,11 @@ void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& w
   const auto* cp = static_cast<const uint32_t*>(memory(codes));
   const auto* sw = static_cast<const uint32_t*>(memory(words)) + scales_at;
   float* vp = f32(values);
+#pragma omp parallel if (n > kParallelMin)
   for (int64_t g = 0; g < groups; ++g) {
     const part::Range r = q.group(g, n);
     const float scale = bits_float(sw[g]);
-#pragma omp parallel for simd schedule(static) if (r.size() > kParallelMin)
+#pragma omp for schedule(static) nowait
     for (int64_t i = r.begin; i < r.end; ++i) {
       switch (q.kind) {
         case QuantKind::Qsgd:

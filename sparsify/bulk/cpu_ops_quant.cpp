@@ -255,6 +255,8 @@ void CpuOps::scaled_groups(const QuantSpec& q, const float* xp, int64_t n, float
     first[g + 1] = first[g] + std::max<int64_t>(1, (q.group(g, n).size() + kBlock - 1) / kBlock);
   std::vector<BlockSums> part(static_cast<size_t>(first[groups]));
   const bool tern = q.kind == QuantKind::TernGrad;
+  const uint64_t seed = q.seed, stream = q.stream;  // locals: no aliasing with the stores
+  const int64_t chunk = q.chunk;
 #pragma omp parallel if (n > kParallelMin)
   {
 #pragma omp for schedule(static)
@@ -263,14 +265,14 @@ void CpuOps::scaled_groups(const QuantSpec& q, const float* xp, int64_t n, float
       const part::Range r = q.group(g, n);
       const int64_t b = r.begin + (blk - first[g]) * kBlock, e = std::min(r.end, b + kBlock);
       BlockSums s;
-      for (int64_t i = b; i < e; ++i) {
-        if (tern) {
+      if (tern) {
+        for (int64_t i = b; i < e; ++i) {
           s.mx = std::max(s.mx, std::abs(xp[i]));
           s.a += xp[i];
           s.b += static_cast<double>(xp[i]) * xp[i];
-        } else {
-          s.a += std::abs(xp[i]);
         }
+      } else {
+        for (int64_t i = b; i < e; ++i) s.a += std::abs(xp[i]);
       }
       part[static_cast<size_t>(blk)] = s;
     }
@@ -286,21 +288,25 @@ void CpuOps::scaled_groups(const QuantSpec& q, const float* xp, int64_t n, float
       sc[g] = tern ? quant::terngrad_scale(t.mx, t.a, t.b, len, q.clip)
                    : (len > 0 ? static_cast<float>(t.a / static_cast<double>(len)) : 0.0f);
     }
-    for (int64_t g = 0; g < groups; ++g) {
-      const part::Range r = q.group(g, n);
-      const float scale = sc[g];
+    auto code_value = [&](int64_t i, float scale) {
+      if (tern) {
+        const int32_t l = quant::terngrad_level(xp[i], scale, philox_uniform(seed, stream, i));
+        cp[i] = quant::level_code(l, 2);
+        vp[i] = quant::terngrad_value(l, scale);
+      } else {
+        const bool neg = xp[i] < 0;
+        cp[i] = neg ? 1u : 0u;
+        vp[i] = neg ? -scale : scale;
+      }
+    };
+    if (chunk > 0) {  // many small groups: one loop, the group from the position
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; ++i) code_value(i, sc[i / chunk]);
+    } else {
+      for (int64_t g = 0; g < groups; ++g) {  // a few groups (tensors): each one shared out
+        const part::Range r = q.group(g, n);
 #pragma omp for schedule(static) nowait
-      for (int64_t i = r.begin; i < r.end; ++i) {
-        if (tern) {
-          const int32_t l =
-              quant::terngrad_level(xp[i], scale, philox_uniform(q.seed, q.stream, i));
-          cp[i] = quant::level_code(l, 2);
-          vp[i] = quant::terngrad_value(l, scale);
-        } else {
-          const bool neg = xp[i] < 0;
-          cp[i] = neg ? 1u : 0u;
-          vp[i] = neg ? -scale : scale;
-        }
+        for (int64_t i = r.begin; i < r.end; ++i) code_value(i, sc[g]);
       }
     }
   }
@@ -318,6 +324,9 @@ void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffe
   auto* cp = static_cast<uint32_t*>(memory(codes));
   float* vp = f32(values);
   if (q.kind == QuantKind::Qsgd) {
+    // Locals, so the code stores (uint32) cannot alias the spec's fields in the loop.
+    const int32_t levels = q.levels;
+    const uint64_t seed = q.seed, stream = q.stream;
     // One chunk per iteration: its squared norm in index order, then its levels.
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
     for (int64_t c = 0; c < groups; ++c) {
@@ -327,10 +336,9 @@ void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffe
       const float norm = static_cast<float>(std::sqrt(sq));
       sc[c] = norm;
       for (int64_t i = r.begin; i < r.end; ++i) {
-        const int32_t l =
-            quant::qsgd_level(xp[i], norm, q.levels, philox_uniform(q.seed, q.stream, i));
+        const int32_t l = quant::qsgd_level(xp[i], norm, levels, philox_uniform(seed, stream, i));
         cp[i] = quant::level_code(l, bits);
-        vp[i] = quant::qsgd_value(l, norm, q.levels);
+        vp[i] = quant::qsgd_value(l, norm, levels);
       }
     }
     return;
@@ -348,24 +356,31 @@ void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& w
   const auto* cp = static_cast<const uint32_t*>(memory(codes));
   const auto* sw = static_cast<const uint32_t*>(memory(words)) + scales_at;
   float* vp = f32(values);
+  const int32_t levels = q.levels;
+  const QuantKind kind = q.kind;
+  auto value = [=](uint32_t code, float scale) {
+    switch (kind) {
+      case QuantKind::Qsgd:
+        return quant::qsgd_value(quant::code_level(code, bits), scale, levels);
+      case QuantKind::TernGrad:
+        return quant::terngrad_value(quant::code_level(code, 2), scale);
+      case QuantKind::Sign:
+        break;
+    }
+    return code & 1u ? -scale : scale;
+  };
+  if (q.chunk > 0) {  // many small groups: one loop, the group from the position
+    const int64_t chunk = q.chunk;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) vp[i] = value(cp[i], bits_float(sw[i / chunk]));
+    return;
+  }
 #pragma omp parallel if (n > kParallelMin)
-  for (int64_t g = 0; g < groups; ++g) {
+  for (int64_t g = 0; g < groups; ++g) {  // a few groups (tensors): each one shared out
     const part::Range r = q.group(g, n);
     const float scale = bits_float(sw[g]);
 #pragma omp for schedule(static) nowait
-    for (int64_t i = r.begin; i < r.end; ++i) {
-      switch (q.kind) {
-        case QuantKind::Qsgd:
-          vp[i] = quant::qsgd_value(quant::code_level(cp[i], bits), scale, q.levels);
-          break;
-        case QuantKind::TernGrad:
-          vp[i] = quant::terngrad_value(quant::code_level(cp[i], 2), scale);
-          break;
-        case QuantKind::Sign:
-          vp[i] = cp[i] & 1u ? -scale : scale;
-          break;
-      }
-    }
+    for (int64_t i = r.begin; i < r.end; ++i) vp[i] = value(cp[i], scale);
   }
 }
 

@@ -16,7 +16,8 @@
 // float32 scale word (max |r| sent), then one word per sent element:
 //   [ index : b bits | sign : 1 bit | e : 31 - b bits ],  b = ceil(log2 n),
 // value = sign * scale * 2^-e with e chosen so the value is the nearest power-of-two
-// fraction of scale (relative error <= 1/3); e saturates at 2^(31-b) - 1. Needs n <= 2^29.
+// fraction of scale (relative error <= 1/3); e saturates at 2^(31-b) - 1 (quant::vgc_encode in
+// sparsify/quant_math.h). Needs n <= 2^29.
 //
 // Where the per-sample sums are missing (no aux provider, or a layer that cannot provide
 // them: BatchNorm), v += g^2 / B, a lower bound of s / B^2 (Cauchy-Schwarz: sum g_i^2 >=

@@ -268,10 +268,10 @@ class Ops {
   // codes (U32, n, q.bits() bits each) and values (F32, n; the dequantised x). Stochastic
   // rounding takes u_i = philox_uniform(q.seed, q.stream, i). Scales sum in double: the
   // L2 norm is sqrt of the squares summed in index order (rounded to float); the L1 mean
-  // is the sum of |x| divided by the length; TernGrad sums x and x^2. Given equal scales,
-  // codes and values are bit-exact; the scales themselves may differ in the last bits
-  // between implementations (summation order; the CPU sums a group of more than 65536
-  // elements of TernGrad and Sign in OpenMP thread order).
+  // is the sum of |x| divided by the length; TernGrad sums x and x^2 (the CPU over fixed
+  // blocks of 65536 elements added in block order, for any thread count). Given equal
+  // scales, codes and values are bit-exact; the scales themselves may differ in the last
+  // bits between implementations (summation order).
   virtual void quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
                         Buffer& values) = 0;
   // values (F32, codes.size()) = the dequantised codes of `q`, the group scales read as

@@ -106,6 +106,9 @@ class CpuOps : public Ops {
             int64_t c_off) override;
 
  private:
+  // quantize() of TernGrad and EF-signSGD: block sums, scales, codes and values.
+  void scaled_groups(const QuantSpec& q, const float* x, int64_t n, float* scales, uint32_t* codes,
+                     float* values);
   struct FftCache;                                // FFTW plans by length (cpu_ops_quant.cpp)
   std::shared_ptr<FftCache> fft_;                 // made on the first transform
   std::vector<std::vector<int32_t>> range_hits_;  // topk_abs_ranges / vgc_test: per-part hits

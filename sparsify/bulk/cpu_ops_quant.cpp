@@ -22,14 +22,8 @@ namespace st::bulk {
 namespace {
 
 constexpr int64_t kParallelMin = 65536;
-constexpr int64_t kVgcBlock = 1 << 16;  // VGC's test runs over blocks, joined in order
-
-uint32_t* u32(Tensor& t) {
-  return static_cast<uint32_t*>(t.raw());
-}
-const uint32_t* u32(const Tensor& t) {
-  return static_cast<const uint32_t*>(t.raw());
-}
+// VGC's test and the TernGrad / EF-signSGD sums run over fixed blocks, joined in order.
+constexpr int64_t kBlock = 1 << 16;
 
 uint32_t float_bits(float v) {
   uint32_t u;
@@ -163,16 +157,16 @@ float CpuOps::vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, f
   const float* ap = aux ? f32(*aux) : nullptr;
   const float* gp = grad ? f32(*grad) : nullptr;
   float* vp = f32(v);
-  const int64_t blocks = (n + kVgcBlock - 1) / kVgcBlock;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
   range_hits_.resize(static_cast<size_t>(blocks));
   range_cut_.assign(static_cast<size_t>(blocks), 0.0f);
 #pragma omp parallel for schedule(static) if (blocks > 1)
   for (int64_t b = 0; b < blocks; ++b) {
     std::vector<int32_t>& hits = range_hits_[static_cast<size_t>(b)];
     hits.clear();
-    const int64_t end = std::min(n, (b + 1) * kVgcBlock);
+    const int64_t end = std::min(n, (b + 1) * kBlock);
     float mx = 0.0f;
-    for (int64_t i = b * kVgcBlock; i < end; ++i) {
+    for (int64_t i = b * kBlock; i < end; ++i) {
       const float add = ap ? ap[i] : gp[i] * gp[i] * inv_batch;
       const float vi = vp[i] + add;
       const float r = xp[i];
@@ -208,7 +202,7 @@ void CpuOps::vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index
   resize(values, Elem::F32, m);
   const float* xp = f32(x);
   const int32_t* ip = i32(idx);
-  uint32_t* w = u32(storage(packed));
+  auto* w = static_cast<uint32_t*>(memory(packed));
   float* vp = f32(values);
   w[0] = float_bits(scale);
 #pragma omp parallel for schedule(static) if (m > kParallelMin)
@@ -223,7 +217,7 @@ void CpuOps::vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int 
                         Buffer& idx, Buffer& values) {
   ST_CHECK(count >= 1 && offset >= 0 && offset + count <= words.size(),
            "bulk::Ops::vgc_unpack: ", count, " words from ", offset, " of ", words.size());
-  const uint32_t* w = u32(storage(words)) + offset;
+  const auto* w = static_cast<const uint32_t*>(memory(words)) + offset;
   const float scale = bits_float(w[0]);
   const int64_t m = count - 1;
   resize(idx, Elem::I32, m);
@@ -239,6 +233,85 @@ void CpuOps::vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int 
 
 // --- Quantisers ---
 
+namespace {
+
+// Sums of a TernGrad or EF-signSGD group block: x and x^2 (TernGrad) or |x| (Sign), max |x|.
+struct BlockSums {
+  double a = 0, b = 0;
+  float mx = 0;
+};
+
+}  // namespace
+
+// TernGrad and EF-signSGD: each group's sums over fixed blocks of kBlock elements (in
+// index order inside a block), the blocks added in order, so the bits do not depend on
+// the thread count (a group of one block is the plain serial sum); then the group's codes
+// and values. One parallel region for all groups.
+void CpuOps::scaled_groups(const QuantSpec& q, const float* xp, int64_t n, float* sc, uint32_t* cp,
+                           float* vp) {
+  const int64_t groups = q.groups(n);
+  std::vector<int64_t> first(static_cast<size_t>(groups) + 1, 0);  // each group's first block
+  for (int64_t g = 0; g < groups; ++g)
+    first[g + 1] = first[g] + std::max<int64_t>(1, (q.group(g, n).size() + kBlock - 1) / kBlock);
+  std::vector<BlockSums> part(static_cast<size_t>(first[groups]));
+  const bool tern = q.kind == QuantKind::TernGrad;
+  const uint64_t seed = q.seed, stream = q.stream;  // locals: no aliasing with the stores
+  const int64_t chunk = q.chunk;
+#pragma omp parallel if (n > kParallelMin)
+  {
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < first[groups]; ++blk) {
+      const int64_t g = std::upper_bound(first.begin(), first.end(), blk) - first.begin() - 1;
+      const part::Range r = q.group(g, n);
+      const int64_t b = r.begin + (blk - first[g]) * kBlock, e = std::min(r.end, b + kBlock);
+      BlockSums s;
+      if (tern) {
+        for (int64_t i = b; i < e; ++i) {
+          s.mx = std::max(s.mx, std::abs(xp[i]));
+          s.a += xp[i];
+          s.b += static_cast<double>(xp[i]) * xp[i];
+        }
+      } else {
+        for (int64_t i = b; i < e; ++i) s.a += std::abs(xp[i]);
+      }
+      part[static_cast<size_t>(blk)] = s;
+    }
+#pragma omp single
+    for (int64_t g = 0; g < groups; ++g) {
+      BlockSums t;
+      for (int64_t blk = first[g]; blk < first[g + 1]; ++blk) {
+        t.a += part[blk].a;
+        t.b += part[blk].b;
+        t.mx = std::max(t.mx, part[blk].mx);
+      }
+      const int64_t len = q.group(g, n).size();
+      sc[g] = tern ? quant::terngrad_scale(t.mx, t.a, t.b, len, q.clip)
+                   : (len > 0 ? static_cast<float>(t.a / static_cast<double>(len)) : 0.0f);
+    }
+    auto code_value = [&](int64_t i, float scale) {
+      if (tern) {
+        const int32_t l = quant::terngrad_level(xp[i], scale, philox_uniform(seed, stream, i));
+        cp[i] = quant::level_code(l, 2);
+        vp[i] = quant::terngrad_value(l, scale);
+      } else {
+        const bool neg = xp[i] < 0;
+        cp[i] = neg ? 1u : 0u;
+        vp[i] = neg ? -scale : scale;
+      }
+    };
+    if (chunk > 0) {  // many small groups: one loop, the group from the position
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; ++i) code_value(i, sc[i / chunk]);
+    } else {
+      for (int64_t g = 0; g < groups; ++g) {  // a few groups (tensors): each one shared out
+        const part::Range r = q.group(g, n);
+#pragma omp for schedule(static) nowait
+        for (int64_t i = r.begin; i < r.end; ++i) code_value(i, sc[g]);
+      }
+    }
+  }
+}
+
 void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffer& codes,
                       Buffer& values) {
   const int64_t n = x.size(), groups = q.groups(n);
@@ -248,9 +321,12 @@ void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffe
   resize(values, Elem::F32, n);
   const float* xp = f32(x);
   float* sc = f32(scales);
-  uint32_t* cp = u32(storage(codes));
+  auto* cp = static_cast<uint32_t*>(memory(codes));
   float* vp = f32(values);
   if (q.kind == QuantKind::Qsgd) {
+    // Locals, so the code stores (uint32) cannot alias the spec's fields in the loop.
+    const int32_t levels = q.levels;
+    const uint64_t seed = q.seed, stream = q.stream;
     // One chunk per iteration: its squared norm in index order, then its levels.
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
     for (int64_t c = 0; c < groups; ++c) {
@@ -260,48 +336,14 @@ void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffe
       const float norm = static_cast<float>(std::sqrt(sq));
       sc[c] = norm;
       for (int64_t i = r.begin; i < r.end; ++i) {
-        const int32_t l =
-            quant::qsgd_level(xp[i], norm, q.levels, philox_uniform(q.seed, q.stream, i));
+        const int32_t l = quant::qsgd_level(xp[i], norm, levels, philox_uniform(seed, stream, i));
         cp[i] = quant::level_code(l, bits);
-        vp[i] = quant::qsgd_value(l, norm, q.levels);
+        vp[i] = quant::qsgd_value(l, norm, levels);
       }
     }
     return;
   }
-  for (int64_t c = 0; c < groups; ++c) {
-    const part::Range r = q.group(c, n);
-    const int64_t b = r.begin, e = r.end;
-    float scale = 0.0f;
-    if (q.kind == QuantKind::TernGrad) {
-      float mx = 0;
-      double sum = 0, sumsq = 0;
-#pragma omp parallel for reduction(max : mx) reduction(+ : sum, sumsq) schedule(static) if (e - b > kParallelMin)
-      for (int64_t i = b; i < e; ++i) {
-        mx = std::max(mx, std::abs(xp[i]));
-        sum += xp[i];
-        sumsq += static_cast<double>(xp[i]) * xp[i];
-      }
-      scale = quant::terngrad_scale(mx, sum, sumsq, e - b, q.clip);
-#pragma omp parallel for schedule(static) if (e - b > kParallelMin)
-      for (int64_t i = b; i < e; ++i) {
-        const int32_t l = quant::terngrad_level(xp[i], scale, philox_uniform(q.seed, q.stream, i));
-        cp[i] = quant::level_code(l, 2);
-        vp[i] = quant::terngrad_value(l, scale);
-      }
-    } else {  // Sign: the L1 mean of the group, one sign bit per element
-      double l1 = 0;
-#pragma omp parallel for reduction(+ : l1) schedule(static) if (e - b > kParallelMin)
-      for (int64_t i = b; i < e; ++i) l1 += std::abs(xp[i]);
-      scale = e > b ? static_cast<float>(l1 / static_cast<double>(e - b)) : 0.0f;
-#pragma omp parallel for simd schedule(static) if (e - b > kParallelMin)
-      for (int64_t i = b; i < e; ++i) {
-        const bool neg = xp[i] < 0;
-        cp[i] = neg ? 1u : 0u;
-        vp[i] = neg ? -scale : scale;
-      }
-    }
-    sc[c] = scale;
-  }
+  scaled_groups(q, xp, n, sc, cp, vp);
 }
 
 void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& words,
@@ -311,26 +353,34 @@ void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& w
            " scales from ", scales_at, " of ", words.size(), " words");
   const int bits = q.bits();
   resize(values, Elem::F32, n);
-  const uint32_t* cp = u32(storage(codes));
-  const uint32_t* sw = u32(storage(words)) + scales_at;
+  const auto* cp = static_cast<const uint32_t*>(memory(codes));
+  const auto* sw = static_cast<const uint32_t*>(memory(words)) + scales_at;
   float* vp = f32(values);
-  for (int64_t g = 0; g < groups; ++g) {
+  const int32_t levels = q.levels;
+  const QuantKind kind = q.kind;
+  auto value = [=](uint32_t code, float scale) {
+    switch (kind) {
+      case QuantKind::Qsgd:
+        return quant::qsgd_value(quant::code_level(code, bits), scale, levels);
+      case QuantKind::TernGrad:
+        return quant::terngrad_value(quant::code_level(code, 2), scale);
+      case QuantKind::Sign:
+        break;
+    }
+    return code & 1u ? -scale : scale;
+  };
+  if (q.chunk > 0) {  // many small groups: one loop, the group from the position
+    const int64_t chunk = q.chunk;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) vp[i] = value(cp[i], bits_float(sw[i / chunk]));
+    return;
+  }
+#pragma omp parallel if (n > kParallelMin)
+  for (int64_t g = 0; g < groups; ++g) {  // a few groups (tensors): each one shared out
     const part::Range r = q.group(g, n);
     const float scale = bits_float(sw[g]);
-#pragma omp parallel for simd schedule(static) if (r.size() > kParallelMin)
-    for (int64_t i = r.begin; i < r.end; ++i) {
-      switch (q.kind) {
-        case QuantKind::Qsgd:
-          vp[i] = quant::qsgd_value(quant::code_level(cp[i], bits), scale, q.levels);
-          break;
-        case QuantKind::TernGrad:
-          vp[i] = quant::terngrad_value(quant::code_level(cp[i], 2), scale);
-          break;
-        case QuantKind::Sign:
-          vp[i] = cp[i] & 1u ? -scale : scale;
-          break;
-      }
-    }
+#pragma omp for schedule(static) nowait
+    for (int64_t i = r.begin; i < r.end; ++i) vp[i] = value(cp[i], scale);
   }
 }
 
@@ -341,8 +391,8 @@ void CpuOps::pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at)
   const int64_t n = codes.size(), nw = (n * bits + 31) / 32;
   ST_CHECK(at >= 0 && at + nw <= words.size(), "bulk::Ops::pack_bits: ", nw, " words from ", at,
            " of ", words.size());
-  const uint32_t* cp = u32(storage(codes));
-  uint32_t* wp = u32(storage(words)) + at;
+  const auto* cp = static_cast<const uint32_t*>(memory(codes));
+  auto* wp = static_cast<uint32_t*>(memory(words)) + at;
   const uint32_t mask = code_mask(bits);
   const int64_t groups = (n + 31) / 32;
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
@@ -370,8 +420,8 @@ void CpuOps::unpack_bits(const Buffer& words, int64_t at, int64_t count, int bit
   ST_CHECK(at >= 0 && count >= 0 && at + nw <= words.size(), "bulk::Ops::unpack_bits: ", count,
            " codes of ", bits, " bits from word ", at, " of ", words.size());
   resize(codes, Elem::U32, count);
-  const uint32_t* wp = u32(storage(words)) + at;
-  uint32_t* cp = u32(storage(codes));
+  const auto* wp = static_cast<const uint32_t*>(memory(words)) + at;
+  auto* cp = static_cast<uint32_t*>(memory(codes));
   const uint32_t mask = code_mask(bits);
   const int64_t groups = (count + 31) / 32;
 #pragma omp parallel for schedule(static) if (count > kParallelMin)
@@ -398,7 +448,7 @@ void CpuOps::range_float_quantize(const quant::RangeFloat& f, const Buffer& x, B
   resize(codes, Elem::U32, n);
   resize(values, Elem::F32, n);
   const float* xp = f32(x);
-  uint32_t* cp = u32(storage(codes));
+  auto* cp = static_cast<uint32_t*>(memory(codes));
   float* vp = f32(values);
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
@@ -411,7 +461,7 @@ void CpuOps::range_float_dequantize(const quant::RangeFloat& f, const Buffer& co
                                     Buffer& values) {
   const int64_t n = codes.size();
   resize(values, Elem::F32, n);
-  const uint32_t* cp = u32(storage(codes));
+  const auto* cp = static_cast<const uint32_t*>(memory(codes));
   float* vp = f32(values);
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) vp[i] = quant::range_float_decode(f, cp[i]);

@@ -25,7 +25,9 @@ int64_t count_abs_ge(const float* x, int64_t begin, int64_t end, float tau);
 
 }  // namespace st::select
 
-// --- Baseline helpers: one streaming, vectorisable pass each. ---
+// --- Baseline helpers: one streaming, vectorisable pass each. The methods reach these
+// sums through bulk::Ops (count_abs, stats); mean_std and abs_mean_max stay as the
+// references the tests hold Gaussian-k's and RedSync's bulk::Ops sums to, bit for bit. ---
 namespace st::select {
 
 // Count of |x| > tau (`strict`) or |x| >= tau in [begin, end).

@@ -95,13 +95,21 @@ void reference_quantize(const bulk::QuantSpec& q, const std::vector<float>& x,
   values.assign(n, 0.0f);
   for (int64_t g = 0; g < G; ++g) {
     const part::Range r = q.group(g, n);
+    // QSGD: one sum in index order; TernGrad and Sign: blocks of 65536, added in order.
+    const int64_t block = q.kind == bulk::QuantKind::Qsgd ? r.size() + 1 : 65536;
     double s1 = 0, s2 = 0, sa = 0;
     float mx = 0;
-    for (int64_t i = r.begin; i < r.end; ++i) {
-      s1 += x[i];
-      s2 += static_cast<double>(x[i]) * x[i];
-      sa += std::abs(x[i]);
-      mx = std::max(mx, std::abs(x[i]));
+    for (int64_t b = r.begin; b < r.end; b += block) {
+      double b1 = 0, b2 = 0, ba = 0;
+      for (int64_t i = b; i < std::min(r.end, b + block); ++i) {
+        b1 += x[i];
+        b2 += static_cast<double>(x[i]) * x[i];
+        ba += std::abs(x[i]);
+        mx = std::max(mx, std::abs(x[i]));
+      }
+      s1 += b1;
+      s2 += b2;
+      sa += ba;
     }
     float s = 0;
     if (q.kind == bulk::QuantKind::Qsgd) s = static_cast<float>(std::sqrt(s2));
@@ -130,13 +138,13 @@ void reference_quantize(const bulk::QuantSpec& q, const std::vector<float>& x,
 
 TEST(QuantOps, QuantizeMatchesTheSerialLoopsAndDequantizeInvertsIt) {
   bulk::CpuOps ops;
-  const std::vector<float> x = gaussian(50001, 2);
+  const std::vector<float> x = gaussian(150001, 2);  // groups of more than one block too
   std::vector<bulk::QuantSpec> specs(5);
   specs[0].kind = bulk::QuantKind::Qsgd, specs[0].chunk = 512, specs[0].levels = 15;
   specs[1].kind = bulk::QuantKind::Qsgd, specs[1].levels = 255;  // one chunk
   specs[2].kind = bulk::QuantKind::TernGrad, specs[2].chunk = 1000, specs[2].clip = 2.5f;
   specs[3].kind = bulk::QuantKind::TernGrad;
-  specs[4].kind = bulk::QuantKind::Sign, specs[4].starts = {0, 7, 40000};
+  specs[4].kind = bulk::QuantKind::Sign, specs[4].starts = {0, 7, 40000, 40001};
   for (size_t s = 0; s < specs.size(); ++s) {
     bulk::QuantSpec& q = specs[s];
     q.seed = 3;

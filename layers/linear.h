@@ -1,6 +1,7 @@
 // Linear: y = x W^T + b, with W [out, in] (PyTorch layout and names "weight", "bias").
 #pragma once
 
+#include "core/kernels/half.h"
 #include "core/rng.h"
 #include "layers/layer.h"
 
@@ -12,6 +13,12 @@ class Linear : public Layer {
   std::string describe() const override;
   Param& weight() { return *weight_; }
   Param* bias() { return bias_; }
+  // Mixed precision (docs/PRECISION.md): the fp32 GEMM runs on operands (x, w, dy) rounded
+  // to the 16-bit format (Debian's OpenBLAS does not export its bf16 GEMM, so this is
+  // numerically a bf16 GEMM with fp32 accumulation, not a faster one); F16 also rounds the
+  // results (y, dx) as fp16 tensors would hold them. The weight stays fp32. CPU only.
+  void set_precision(Precision p) { precision_ = p; }
+  Precision precision() const { return precision_; }
 
  protected:
   Tensor forward_cpu(const Tensor& x) override;
@@ -26,7 +33,8 @@ class Linear : public Layer {
   int64_t in_, out_;
   Param* weight_;
   Param* bias_ = nullptr;
-  Tensor x_;
+  Tensor x_, w_;  // forward's operands as the GEMMs read them
+  Precision precision_ = Precision::F32;
 };
 
 }  // namespace st

@@ -167,9 +167,11 @@ class FixedDataTask : public TrainingTask {
   bool inflated_ = false;
 };
 
+// Rank 0's process id names the folders, so every rank can find rank 0's checkpoint.
 std::string out_dir(const std::string& name) {
-  return (fs::temp_directory_path() / ("st_prec_" + std::to_string(::getpid()) + "_" + name))
-      .string();
+  static const long tag = static_cast<long>(
+      world().allreduce_scalar(world().rank() == 0 ? static_cast<double>(::getpid()) : 0.0));
+  return (fs::temp_directory_path() / ("st_prec_" + std::to_string(tag) + "_" + name)).string();
 }
 
 TrainConfig base_config() {
@@ -188,7 +190,7 @@ std::vector<float> train_params(const TrainConfig& base, int64_t inflate, int64_
   Communicator& comm = world();
   TrainConfig c = base;
   c.out = out_dir(name + std::to_string(comm.rank()));
-  fs::remove_all(c.out);
+  if (c.resume.empty()) fs::remove_all(c.out);
   FixedDataTask task(comm.rank(), comm.size(), inflate, drop);
   run_training(c, task, comm);
   std::vector<float> values;
@@ -231,6 +233,26 @@ TEST(Fp16Training, OverflowedStepIsSkippedLoggedAndLowersTheScale) {
   ASSERT_EQ(skipped.size(), without.size());
   for (size_t i = 0; i < skipped.size(); ++i)
     ASSERT_NEAR(skipped[i], without[i], 1e-6f * (1.0f + std::abs(without[i]))) << "parameter " << i;
+}
+
+// The loss scaler's state lives in the checkpoint: a run stopped after the overflowed
+// step and resumed continues at the lowered scale and ends on the uninterrupted weights.
+TEST(Fp16Training, ResumeRestoresTheLossScale) {
+  TrainConfig c = base_config();
+  c.precision = "fp16";
+  const auto whole = train_params(c, 1, -1, "whole");
+  c.max_iters = 2;
+  train_params(c, 1, -1, "part");
+  c.max_iters = 0;
+  c.resume = out_dir("part0") + "/checkpoint.safetensors";  // only rank 0 writes one
+  // The resumed run writes into the stopped run's folder.
+  const auto resumed = train_params(c, 1, -1, "part");
+  if (world().rank() == 0) {
+    EXPECT_EQ(column(out_dir("part0"), "loss_scale"),
+              (std::vector<std::string>{"65536", "65536", "32768"}));
+  }
+  ASSERT_EQ(whole.size(), resumed.size());
+  for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(resumed[i], whole[i]) << "parameter " << i;
 }
 
 // Through the loop: the 16-bit exchange trains to nearly the fp32 exchange's weights.

@@ -92,6 +92,15 @@ void add_train_flags(CLI::App* app, st::TrainConfig& c, st::LmOptions& lm,
   app->add_option("--clip", c.clip,
                   "clip the global gradient norm to this (0 = off; --arch lstm: 0.25, each "
                   "rank's gradient before the exchange)");
+  app->add_option("--precision", c.precision,
+                  "Conv2d/Linear arithmetic: fp32, bf16 (oneDNN bf16 kernels on the CPU) or fp16 "
+                  "(dynamic loss scaling; emulated by rounding on the CPU); weights, BatchNorm "
+                  "and the loss stay fp32 (docs/PRECISION.md)")
+      ->capture_default_str();
+  app->add_option("--comm-dtype", c.comm_dtype,
+                  "format of the dense gradient exchange: fp32, bf16 or fp16 (16-bit values "
+                  "on the wire, summed in fp32)")
+      ->capture_default_str();
   app->add_flag_callback(
       "--no-augment", [&c] { c.augment = false; }, "disable training augmentation");
   app->add_option("--max-iters", c.max_iters,

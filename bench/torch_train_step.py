@@ -1,7 +1,10 @@
 """PyTorch peer of bench/train_step_bench.cpp: the same model, batch, input size and SGD
 settings; median step time and peak RSS. CIFAR ResNets (He et al. 2016, option-A
 shortcuts) are built here; ImageNet ResNets are torchvision's own models, which ours
-reproduce layer for layer. Other archs have no peer and are refused (PEERS)."""
+reproduce layer for layer. Other archs have no peer and are refused (PEERS).
+--autocast bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16),
+PyTorch's CPU mixed precision (convolutions and linear layers in bf16 through oneDNN)."""
+import contextlib
 import argparse
 import json
 import resource
@@ -69,6 +72,12 @@ def build(arch, classes=10):
     return getattr(torchvision.models, arch)(num_classes=classes)
 
 
+def autocast(mode):
+    if mode == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", default="resnet20")
@@ -76,6 +85,7 @@ def main():
     ap.add_argument("--size", type=int, default=32)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--autocast", choices=["off", "bf16"], default="off")
     a = ap.parse_args()
     if a.arch not in PEERS:
         raise SystemExit(f"torch_train_step: no PyTorch peer for --arch {a.arch}; "
@@ -89,7 +99,8 @@ def main():
     fwd, bwd, step, total = [], [], [], []
     for r in range(3 + a.reps):
         t = time.perf_counter()
-        loss = F.cross_entropy(model(x), y)
+        with autocast(a.autocast):
+            loss = F.cross_entropy(model(x), y)
         f = time.perf_counter() - t
         t = time.perf_counter()
         opt.zero_grad(set_to_none=False)
@@ -104,7 +115,8 @@ def main():
             step.append(o * 1e3)
             total.append((f + b + o) * 1e3)
     med = lambda v: sorted(v)[len(v) // 2]
-    print(json.dumps({"bench": "train_step", "impl": "torch", "arch": a.arch, "batch": a.batch,
+    print(json.dumps({"bench": "train_step", "impl": "torch",
+                      "precision": "bf16" if a.autocast == "bf16" else "fp32", "arch": a.arch, "batch": a.batch,
                       "size": a.size, "threads": a.threads, "fwd_ms": round(med(fwd), 2),
                       "bwd_ms": round(med(bwd), 2), "opt_ms": round(med(step), 2),
                       "step_ms": round(med(total), 2),

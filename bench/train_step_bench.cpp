@@ -1,7 +1,9 @@
 // One training step of a model (forward + backward + SGD) on random data: median step
 // time and peak resident memory. The PyTorch peer is bench/torch_train_step.py and
-// bench/compare_train_step.py runs both in one go.
+// bench/compare_train_step.py runs both in one go (bench/compare_precision.py for
+// --precision bf16 against PyTorch's CPU autocast).
 //   train_step_bench [--arch resnet20] [--batch 128] [--size 32] [--reps 20] [--threads 2]
+//                    [--precision fp32|bf16|fp16]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -13,12 +15,13 @@
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "layers/flat_params.h"
+#include "layers/precision.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/registry.h"
 #include "optim/sgd.h"
 
 int main(int argc, char** argv) {
-  std::string arch = "resnet20";
+  std::string arch = "resnet20", precision = "fp32";
   int batch = 128, size = 32, reps = 20, threads = 2, warmup = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
@@ -32,9 +35,12 @@ int main(int argc, char** argv) {
       reps = std::atoi(argv[i + 1]);
     else if (f == "--threads")
       threads = std::atoi(argv[i + 1]);
+    else if (f == "--precision")
+      precision = argv[i + 1];
     else {
       std::fprintf(stderr,
-                   "train_step_bench: unknown flag %s (--arch --batch --size --reps --threads)\n",
+                   "train_step_bench: unknown flag %s (--arch --batch --size --reps --threads "
+                   "--precision)\n",
                    argv[i]);
       return 2;
     }
@@ -44,6 +50,7 @@ int main(int argc, char** argv) {
     st::Rng rng(0);
     st::LayerPtr model = st::make_model(arch, 10, 3, rng, size);
     st::FlatParams flat(*model, st::Device::cpu());
+    st::set_model_precision(*model, st::parse_precision(precision, "--precision"));
     st::SgdOptions so;
     so.lr = 0.01f;
     so.momentum = 0.9f;
@@ -82,12 +89,12 @@ int main(int argc, char** argv) {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
     std::printf(
-        "{\"bench\":\"train_step\",\"impl\":\"sparsetrain\",\"arch\":\"%s\",\"batch\":%d,\"size\":%"
-        "d,"
+        "{\"bench\":\"train_step\",\"impl\":\"sparsetrain\",\"precision\":\"%s\",\"arch\":\"%s\","
+        "\"batch\":%d,\"size\":%d,"
         "\"threads\":%d,\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"opt_ms\":%.2f,\"step_ms\":%.2f,"
         "\"peak_rss_mb\":%.1f}\n",
-        arch.c_str(), batch, size, threads, median(fwd), median(bwd), median(opt), median(total),
-        u.ru_maxrss / 1024.0);
+        precision.c_str(), arch.c_str(), batch, size, threads, median(fwd), median(bwd),
+        median(opt), median(total), u.ru_maxrss / 1024.0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_step_bench: %s\n", e.what());
     return 1;

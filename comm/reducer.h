@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/kernels/half.h"
 #include "layers/flat_params.h"
 
 namespace st {
@@ -40,12 +41,21 @@ class BucketHook {
                         int64_t iteration) = 0;
 };
 
-// Dense averaging allreduce: the default hook.
+// Dense averaging: the default hook. `wire` is the format values travel in
+// (--comm-dtype): fp32 is one allreduce; bf16 or fp16 halves the bytes per value, the
+// compression baseline (CPU tensors only; see exchange_16bit).
 class AllreduceHook : public BucketHook {
  public:
-  std::string name() const override { return "dense"; }
+  explicit AllreduceHook(Precision wire = Precision::F32) : wire_(wire) {}
+  std::string name() const override {
+    return wire_ == Precision::F32 ? "dense" : std::string("dense-") + precision_name(wire_);
+  }
   void exchange(const Bucket& bucket, Tensor& grads, Communicator& comm,
                 int64_t iteration) override;
+
+ private:
+  void exchange_16bit(Tensor& grads, Communicator& comm) const;
+  Precision wire_;
 };
 
 struct ReducerOptions {

@@ -76,31 +76,47 @@ void Conv2d::set_cpu_algo(CpuConvAlgo algo) {
   onednn_.reset();
 }
 
+void Conv2d::set_precision(Precision p) {
+  precision_ = p;
+  onednn_.reset();
+}
+
+Precision Conv2d::emulated() const {
+  return precision_ == Precision::BF16 && uses_onednn() ? Precision::F32 : precision_;
+}
+
 Tensor Conv2d::forward_cpu(const Tensor& x) {
   g_ = geometry(x);
-  x_ = x;
-  if (algo_ == CpuConvAlgo::Im2col || !cpu::onednn_built()) {
+  x_ = cpu::rounded(x, emulated());
+  w_ = cpu::rounded(weight_->value, emulated());
+  Tensor y;
+  if (!uses_onednn()) {
     onednn_.reset();
-    return forward_im2col(x);
+    y = forward_im2col(x_);
+  } else {
+    const int64_t n = x.dim(0);
+    if (!onednn_ || !onednn_->matches(n, g_))
+      onednn_ = std::make_unique<cpu::OneDnnConv>(n, cout_, g_, bias_ != nullptr,
+                                                  precision_ == Precision::BF16);
+    y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow});
+    onednn_->forward(x_.f32(), w_.f32(), bias_ ? bias_->value.f32() : nullptr, y.f32());
   }
-  const int64_t n = x.dim(0);
-  if (!onednn_ || !onednn_->matches(n, g_))
-    onednn_ = std::make_unique<cpu::OneDnnConv>(n, cout_, g_, bias_ != nullptr);
-  Tensor y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow});
-  onednn_->forward(x.f32(), weight_->value.f32(), bias_ ? bias_->value.f32() : nullptr, y.f32());
+  if (precision_ == Precision::F16) cpu::round_to(Precision::F16, y.f32(), y.f32(), y.numel());
   return y;
 }
 
-Tensor Conv2d::backward_cpu(const Tensor& dy) {
-  expect_shape("gradient", Shape{x_.dim(0), cout_, g_.oh, g_.ow}, dy.shape());
+Tensor Conv2d::backward_cpu(const Tensor& dy_in) {
+  expect_shape("gradient", Shape{x_.dim(0), cout_, g_.oh, g_.ow}, dy_in.shape());
+  const Tensor dy = cpu::rounded(dy_in, emulated());
   Tensor dx;
   if (onednn_) {
     dx = Tensor::empty(x_.shape());
-    onednn_->backward(x_.f32(), weight_->value.f32(), dy.f32(), weight_->grad.f32(),
+    onednn_->backward(x_.f32(), w_.f32(), dy.f32(), weight_->grad.f32(),
                       bias_ ? bias_->grad.f32() : nullptr, dx.f32());
   } else {
     dx = backward_im2col(dy);
   }
+  if (precision_ == Precision::F16) cpu::round_to(Precision::F16, dx.f32(), dx.f32(), dx.numel());
   // Before the gradients are marked ready: the exchange hook of a bucket reads sq_grad.
   if (weight_->sq_grad.defined() || (bias_ && bias_->sq_grad.defined())) accumulate_sq_grads(dy);
   weight_->mark_grad_ready();
@@ -125,7 +141,7 @@ Tensor Conv2d::forward_im2col(const Tensor& x) {
   const int64_t n = x.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_, chw = cin_ * g.h * g.w;
   Tensor y = Tensor::empty(Shape{n, cout_, g.oh, g.ow});
   const float* in = x.f32();
-  const float* w = weight_->value.f32();
+  const float* w = w_.f32();
   const float* b = bias_ ? bias_->value.f32() : nullptr;
   float* out = y.f32();
   const int64_t chunk = images_per_gemm(g);
@@ -158,7 +174,7 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
   Tensor dx = Tensor::empty(x_.shape());
   const float* in = x_.f32();
   const float* gy = dy.f32();
-  const float* w = weight_->value.f32();
+  const float* w = w_.f32();
   float* gx = dx.f32();
   const bool pointwise = is_pointwise();
   const int64_t chunk = images_per_gemm(g);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/kernels/conv_onednn.h"
+#include "core/kernels/half.h"
 #include "core/kernels/im2col.h"
 #include "core/rng.h"
 #include "layers/layer.h"
@@ -23,6 +24,15 @@ class Conv2d : public Layer {
   int64_t in_channels() const { return cin_; }
   int64_t out_channels() const { return cout_; }
   void set_cpu_algo(CpuConvAlgo algo);
+  // Mixed precision (docs/PRECISION.md): BF16 runs oneDNN's bf16 kernels (operands in
+  // bf16, results and accumulation in fp32); without oneDNN, and for F16 (no fast fp16 on
+  // the CPU), the fp32 kernels run on operands rounded to the 16-bit format, and F16 also
+  // rounds the results (y, dx) as fp16 tensors would hold them, so overflow shows as inf.
+  // The weight stays the fp32 master copy. CPU only.
+  void set_precision(Precision p);
+  Precision precision() const { return precision_; }
+  // oneDNN's forward implementation for the last input shape ("" before a oneDNN forward).
+  std::string onednn_impl() const { return onednn_ ? onednn_->forward_impl() : ""; }
 
  protected:
   Tensor forward_cpu(const Tensor& x) override;
@@ -39,6 +49,11 @@ class Conv2d : public Layer {
     return k_ == 1 && stride_ == 1 && pad_ == 0;
   }
   void image_to_columns(const float* xi, const cpu::ConvGeometry& g, float* col, int64_t ld) const;
+  bool uses_onednn() const {
+    return algo_ != CpuConvAlgo::Im2col && cpu::onednn_built();
+  }
+  // The format operands are rounded to before fp32 kernels (F32: none).
+  Precision emulated() const;
   Tensor forward_im2col(const Tensor& x);
   Tensor backward_im2col(const Tensor& dy);  // dx, dW, db (not marked ready)
   void accumulate_sq_grads(const Tensor& dy);
@@ -50,8 +65,9 @@ class Conv2d : public Layer {
   int k_, stride_, pad_;
   Param* weight_;
   Param* bias_ = nullptr;
-  Tensor x_;
+  Tensor x_, w_;  // forward's operands as the kernels read them (backward reuses them)
   cpu::ConvGeometry g_{};
+  Precision precision_ = Precision::F32;
   CpuConvAlgo algo_ = CpuConvAlgo::Auto;
   std::unique_ptr<cpu::OneDnnConv> onednn_;  // primitives for the last input shape
   std::shared_ptr<void> cuda_state_;         // cuDNN descriptors (CUDA build only)

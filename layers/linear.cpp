@@ -43,7 +43,8 @@ void Linear::check_input(const Tensor& x) const {
 
 Tensor Linear::forward_cpu(const Tensor& x) {
   check_input(x);
-  x_ = x;
+  x_ = cpu::rounded(x, precision_);
+  w_ = cpu::rounded(weight_->value, precision_);
   const int64_t n = x.dim(0);
   Tensor y = Tensor::empty(Shape{n, out_});
   float* out = y.f32();
@@ -52,14 +53,15 @@ Tensor Linear::forward_cpu(const Tensor& x) {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < out_; ++j) out[i * out_ + j] = b[j];
   }
-  cpu::gemm(false, true, n, out_, in_, 1.0f, x.f32(), weight_->value.f32(), bias_ ? 1.0f : 0.0f,
-            out);
+  cpu::gemm(false, true, n, out_, in_, 1.0f, x_.f32(), w_.f32(), bias_ ? 1.0f : 0.0f, out);
+  if (precision_ == Precision::F16) cpu::round_to(Precision::F16, out, out, y.numel());
   return y;
 }
 
-Tensor Linear::backward_cpu(const Tensor& dy) {
+Tensor Linear::backward_cpu(const Tensor& dy_in) {
   const int64_t n = x_.dim(0);
-  expect_shape("gradient", Shape{n, out_}, dy.shape());
+  expect_shape("gradient", Shape{n, out_}, dy_in.shape());
+  const Tensor dy = cpu::rounded(dy_in, precision_);
   const float* g = dy.f32();
   // dW += dy^T x ; db += sum_rows(dy) ; dx = dy W
   cpu::gemm(true, false, out_, in_, n, 1.0f, g, x_.f32(), 1.0f, weight_->grad.f32());
@@ -90,7 +92,8 @@ Tensor Linear::backward_cpu(const Tensor& dy) {
     bias_->mark_grad_ready();
   }
   Tensor dx = Tensor::empty(x_.shape());
-  cpu::gemm(false, false, n, in_, out_, 1.0f, g, weight_->value.f32(), 0.0f, dx.f32());
+  cpu::gemm(false, false, n, in_, out_, 1.0f, g, w_.f32(), 0.0f, dx.f32());
+  if (precision_ == Precision::F16) cpu::round_to(Precision::F16, dx.f32(), dx.f32(), dx.numel());
   return dx;
 }
 

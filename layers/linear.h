@@ -4,6 +4,7 @@
 // backward adds its dW share into the owner's gradient and the owner announces it.
 #pragma once
 
+#include "core/kernels/half.h"
 #include "core/rng.h"
 #include "layers/layer.h"
 
@@ -17,6 +18,12 @@ class Linear : public Layer {
   std::string describe() const override;
   Param& weight() { return *weight_; }
   Param* bias() { return bias_; }
+  // Mixed precision (docs/PRECISION.md): the fp32 GEMM runs on operands (x, w, dy) rounded
+  // to the 16-bit format (Debian's OpenBLAS does not export its bf16 GEMM, so this is
+  // numerically a bf16 GEMM with fp32 accumulation, not a faster one); F16 also rounds the
+  // results (y, dx) as fp16 tensors would hold them. The weight stays fp32. CPU only.
+  void set_precision(Precision p) { precision_ = p; }
+  Precision precision() const { return precision_; }
 
  protected:
   Tensor forward_cpu(const Tensor& x) override;
@@ -32,7 +39,8 @@ class Linear : public Layer {
   Param* weight_;
   Param* bias_ = nullptr;
   bool tied_ = false;  // weight_ is borrowed: never announced here
-  Tensor x_;
+  Tensor x_, w_;       // forward's operands as the GEMMs read them
+  Precision precision_ = Precision::F32;
 };
 
 }  // namespace st

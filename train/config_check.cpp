@@ -6,6 +6,7 @@
 #include "comm/communicator.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/kernels/half.h"
 #include "data/registry.h"
 #include "sparsify/registry.h"
 #include "train/train_common.h"
@@ -68,6 +69,23 @@ void check_sparsifier_device(const TrainConfig& c) {
            " (`sparsetrain sparsifiers` lists each method's devices)");
 }
 
+// --precision and --comm-dtype: what each combination can honestly do.
+void check_precision(const TrainConfig& c) {
+  const Precision p = parse_precision(c.precision, "--precision");
+  const Precision wire = parse_precision(c.comm_dtype, "--comm-dtype");
+  ST_CHECK(p == Precision::F32 || c.arch != "lstm", "--precision ", c.precision,
+           " applies to the image models (Conv2d and Linear layers); --arch lstm trains in fp32");
+  // An overflowed fp16 step is skipped, but a sparsifier would already have put its inf
+  // into the error-feedback residuals.
+  ST_CHECK(p != Precision::F16 || c.sparsifier == "none",
+           "--precision fp16 (loss scaling) "
+           "needs the dense exchange; --sparsifier ",
+           c.sparsifier, " would keep an overflowed step's inf in its residuals");
+  ST_CHECK(wire == Precision::F32 || c.sparsifier == "none", "--comm-dtype ", c.comm_dtype,
+           " sets the dense exchange's format; --sparsifier ", c.sparsifier,
+           " has its own (use --comm-dtype fp32)");
+}
+
 }  // namespace
 
 void apply_optimizer_defaults(TrainConfig& c, const std::function<bool(const char*)>& given) {
@@ -117,6 +135,7 @@ void check_config(const TrainConfig& c) {
            " with --sparsifier none)");
   ST_CHECK(!c.sync_bn || !lm, "--sync-bn applies to models with BatchNorm, not --arch lstm");
   check_sparsifier_device(c);
+  check_precision(c);
 }
 
 std::vector<std::pair<std::string, std::string>> config_fields(const TrainConfig& c) {
@@ -141,6 +160,8 @@ std::vector<std::pair<std::string, std::string>> config_fields(const TrainConfig
           {"--schedule", c.schedule},
           {"--warmup-epochs", number(c.warmup_epochs)},
           {"--clip", number(c.clip)},
+          {"--precision", c.precision},
+          {"--comm-dtype", c.comm_dtype},
           {"--no-augment", b(!c.augment)},
           {"--seed", std::to_string(c.seed)},
           {"--max-iters", std::to_string(c.max_iters)},

@@ -156,7 +156,8 @@ void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer, Spars
 std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,
                                                std::shared_ptr<SparsifyHook>& sparsify) {
   sparsify.reset();
-  if (c.sparsifier == "none") return std::make_shared<AllreduceHook>();
+  if (c.sparsifier == "none")
+    return std::make_shared<AllreduceHook>(parse_precision(c.comm_dtype, "--comm-dtype"));
   SparsifierOptions so;
   so.density = c.density;
   so.seed = c.seed;

@@ -33,6 +33,10 @@ struct TrainConfig {
   std::string schedule = "multistep";
   double warmup_epochs = 0.0;
   float clip = 0.0f;  // gradient-norm clip, 0 = off
+  // Mixed precision (docs/PRECISION.md): Conv2d/Linear arithmetic fp32 | bf16 | fp16
+  // (fp16 with dynamic loss scaling), and the dense exchange's wire format.
+  std::string precision = "fp32";
+  std::string comm_dtype = "fp32";
   bool augment = true;
   // run control
   uint64_t seed = 0;

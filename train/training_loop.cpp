@@ -22,6 +22,7 @@
 #include "sparsify/sparsify_hook.h"
 #include "sparsify/vgc.h"
 #include "train/config_check.h"
+#include "train/mixed_precision.h"
 #include "train/trace.h"
 #include "train/train_common.h"
 
@@ -205,6 +206,7 @@ class TrainingLoop {
   const bool quiet_;
   const bool tty_;
   FlatParams flat_;
+  MixedPrecision precision_;
   std::shared_ptr<SparsifyHook> sparsify_;
   std::unique_ptr<SqGradients> sq_grads_;
   std::unique_ptr<Reducer> reducer_;
@@ -239,6 +241,7 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
       quiet_(c.quiet || comm.rank() != 0),
       tty_(isatty(STDERR_FILENO)),
       flat_(task.model(), task.device()),
+      precision_(c, task.model(), task.device()),
       optimizer_(make_optimizer(c.optimizer, flat_.params(), optimizer_options(c))),
       trace_(comm.rank()) {
   broadcast_model(task_.model(), flat_, comm_);
@@ -295,6 +298,7 @@ void TrainingLoop::resume() {
   }
   resume_exchange(c_, pos_.step, *reducer_, sparsify_.get(), comm_);
   task_.restore(c_.resume, saved, pos_);
+  precision_.restore(saved, c_.resume);
   if (!c_.quiet && leader_)
     std::fprintf(stderr, "resumed from %s at epoch %ld %s %ld (step %ld)\n", c_.resume.c_str(),
                  static_cast<long>(pos_.epoch), task_.step_name(), static_cast<long>(pos_.batch),
@@ -333,6 +337,8 @@ std::map<std::string, std::string> TrainingLoop::metadata() const {
   meta["batch_size"] = std::to_string(c_.batch_size);
   meta["accum_steps"] = std::to_string(c_.accum_steps);
   meta["optimizer"] = c_.optimizer;
+  meta["precision"] = c_.precision;
+  meta["comm_dtype"] = c_.comm_dtype;
   return meta;
 }
 
@@ -375,6 +381,7 @@ void TrainingLoop::checkpoint(const TrainPosition& at) {
     meta[kEpochSums] = text;
   }
   task_.checkpoint_state(extra, meta);
+  precision_.save(meta);
   if (sparsify_)
     for (auto& entry : gather_sparsify_state(*sparsify_, comm_)) extra.push_back(std::move(entry));
   if (leader_) save_checkpoint(ckpt_path_, task_.model(), optimizer_.get(), at, meta, extra);
@@ -410,8 +417,9 @@ bool TrainingLoop::micro_batch(int64_t epoch, int64_t b, int k, StepLoss& s, Ste
   // overlap is kept and error feedback sees one exchange per optimiser step.
   if (k + 1 == accum) reducer_->begin_backward();
   Tensor dy = task_.loss_grad();
-  // The step's gradient is the mean over its micro-batches.
-  if (accum > 1) scale_inplace(dy, 1.0f / static_cast<float>(accum));
+  // The step's gradient is the mean over its micro-batches; fp16 scales the loss.
+  const float factor = precision_.loss_scale() / static_cast<float>(accum);
+  if (factor != 1.0f) scale_inplace(dy, factor);
   task_.model().backward(dy);
   task_.after_step();
   t.bwd += timer.ms();
@@ -445,8 +453,11 @@ bool TrainingLoop::step(int64_t epoch, int64_t b, StepLoss& s, StepTimes& t) {
   t.comm = reducer_->finalize();
   timer.reset();
   const auto t_opt = TraceWriter::Clock::now();
-  if (!task_.clips_before_exchange() && c_.clip > 0) clip_grad_norm(flat_.params(), c_.clip);
-  optimizer_->step();
+  // fp16: an overflowed step is skipped (the loss scaler lowers its scale).
+  if (precision_.unscale_and_check(flat_.grads(), comm_)) {
+    if (!task_.clips_before_exchange() && c_.clip > 0) clip_grad_norm(flat_.params(), c_.clip);
+    optimizer_->step();
+  }
   t.opt = timer.ms() + clip_ms;  // clipping counts as optimiser work
   if (tracing_) {
     trace_reducer_timeline(trace_, *reducer_);
@@ -478,6 +489,7 @@ void TrainingLoop::log_step(int64_t epoch, int64_t b, const StepLoss& s, const S
                          {"opt_ms", t.opt},
                          {"wall_s", wall_.seconds()}});
   if (sparsify_) add_sparsify_metrics(sparsify_->take_stats(), row);
+  precision_.add_metrics(row);
   iter_log_.write(row);
   const int64_t steps_per_epoch = this->steps_per_epoch();
   if (quiet_ || (result_.steps % c_.log_every != 0 && b + 1 != steps_per_epoch)) return;

@@ -17,6 +17,7 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
+constexpr auto bf16 = memory::data_type::bf16;
 
 // Memory in the primitive's preferred layout, fed from (or drained to) a user buffer
 // in plain layout; the reorder is skipped when the layouts already agree. The blocked
@@ -76,9 +77,11 @@ struct OneDnnConv::Impl {
   bool reuse_diff_dst = false;                // both backward passes want one layout
   memory bias_mem, diff_bias_mem;
   std::vector<float> dw_tmp, db_tmp;
+  std::string fwd_impl;
 };
 
-OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias)
+OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias,
+                       bool bf16_operands)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.batch = batch;
@@ -91,8 +94,12 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
   // Right padding so that (h + pl + pr - k)/s + 1 == oh exactly.
   const memory::dims pad_r{(g.oh - 1) * g.stride + g.kh - g.h - g.pad,
                            (g.ow - 1) * g.stride + g.kw - g.w - g.pad};
-  const memory::desc src_any(src_dims, f32, tag::any), wei_any(wei_dims, f32, tag::any),
+  // Operands in `in` (bf16 or f32); results, bias and accumulation in f32.
+  const auto in = bf16_operands ? bf16 : f32;
+  const memory::desc src_any(src_dims, in, tag::any), wei_any(wei_dims, in, tag::any),
       dst_any(dst_dims, f32, tag::any), bias_md(bias_dims, f32, tag::x);
+  const memory::desc diff_src_any(src_dims, f32, tag::any), diff_wei_any(wei_dims, f32, tag::any),
+      diff_dst_any(dst_dims, in, tag::any);
   const memory::desc src_user(src_dims, f32, tag::nchw), wei_user(wei_dims, f32, tag::oihw),
       dst_user(dst_dims, f32, tag::nchw);
 
@@ -103,16 +110,17 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
                              dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                              src_any, wei_any, dst_any, strides, pad, pad_r);
   dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, m.eng);
+  m.fwd_impl = fwd_pd.impl_info_str();
   dnnl::convolution_backward_data::primitive_desc bwd_data_pd(
-      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_any, wei_any,
-                                            dst_any, strides, pad, pad_r),
+      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, diff_src_any,
+                                            wei_any, diff_dst_any, strides, pad, pad_r),
       m.eng, fwd_pd);
-  auto bwd_w_desc =
-      bias
-          ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any,
-                                                     wei_any, bias_md, dst_any, strides, pad, pad_r)
-          : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any,
-                                                     wei_any, dst_any, strides, pad, pad_r);
+  auto bwd_w_desc = bias ? dnnl::convolution_backward_weights::desc(
+                               dnnl::algorithm::convolution_direct, src_any, diff_wei_any, bias_md,
+                               diff_dst_any, strides, pad, pad_r)
+                         : dnnl::convolution_backward_weights::desc(
+                               dnnl::algorithm::convolution_direct, src_any, diff_wei_any,
+                               diff_dst_any, strides, pad, pad_r);
   dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, m.eng, fwd_pd);
 
   m.fwd = dnnl::convolution_forward(fwd_pd);
@@ -144,6 +152,10 @@ bool OneDnnConv::matches(int64_t batch, const ConvGeometry& g) const {
   const ConvGeometry& h = impl_->g;
   return batch == impl_->batch && g.c == h.c && g.h == h.h && g.w == h.w && g.kh == h.kh &&
          g.stride == h.stride && g.pad == h.pad;
+}
+
+std::string OneDnnConv::forward_impl() const {
+  return impl_->fwd_impl;
 }
 
 void OneDnnConv::forward(const float* x, const float* w, const float* b, float* y) {

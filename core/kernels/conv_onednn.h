@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/kernels/im2col.h"
 
@@ -16,14 +17,21 @@ namespace st::cpu {
 bool onednn_built();
 
 // Primitives for one (batch, geometry) combination; build once, run every step.
+// With `bf16`, the primitives read the operands (x, w, dy) as bfloat16 and write results
+// (y, dx, dw, db) in fp32, accumulating in fp32 (oneDNN's avx512_core_bf16 kernels; the
+// reorders that already convert NCHW to oneDNN's blocked layouts also round to bf16).
+// Callers keep passing fp32 buffers: parameters stay fp32 master copies.
 class OneDnnConv {
  public:
-  OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias);
+  OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias,
+             bool bf16 = false);
   ~OneDnnConv();
   OneDnnConv(const OneDnnConv&) = delete;
   OneDnnConv& operator=(const OneDnnConv&) = delete;
 
   bool matches(int64_t batch, const ConvGeometry& g) const;
+  // oneDNN's name for the forward implementation it picked (e.g. "brgconv:avx512_core_bf16").
+  std::string forward_impl() const;
   // y = conv(x, w) + b. Keeps x (in oneDNN's layout) for backward.
   void forward(const float* x, const float* w, const float* b, float* y);
   // dw += dL/dw, db += dL/db (when bias), dx = dL/dx. Needs the preceding forward.

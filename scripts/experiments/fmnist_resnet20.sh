@@ -55,3 +55,9 @@ done
 # TernGrad without the paper's gradient clipping (its default clips at 2.5 sigma).
 want r20_np4_terngrad_clip0 && run r20_np4_terngrad_clip0 6 "${mpi[@]}" -np 4 "$bin" train \
   "${common[@]}" "${dist[@]}" --sparsifier terngrad --density 1 --sp clip=0
+# Mixed precision (docs/PRECISION.md): the one-process settings for 4 epochs, in fp32, bf16
+# and fp16 (loss-scaled), to compare test accuracy after the same epochs.
+for p in fp32 bf16 fp16; do
+  want "r20_prec_$p" && run "r20_prec_$p" 4 "$bin" train "${common[@]}" -b 128 --schedule cosine \
+    --threads 2 --workers 2 --precision "$p"
+done

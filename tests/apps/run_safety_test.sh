@@ -2,6 +2,7 @@
 # What a hostile or hurried user meets on the command line, each ending in one clear
 # line and a non-zero exit (or the documented behaviour):
 #  - out-of-range flags name the flag; --sp without a sparsifier; an unknown dataset;
+#    --precision / --comm-dtype values and combinations that are not implemented;
 #  - a second run into the same --out is refused (--resume continues, --overwrite replaces);
 #  - SIGINT finishes the step, writes a checkpoint and exits 130; resuming it reproduces
 #    the uninterrupted run bit for bit, and no metrics row appears twice;
@@ -42,6 +43,9 @@ expect_error lr_inf 1 "--lr must be greater than 0 and finite, got inf" "${commo
 expect_error first_bucket 1 "--first-bucket-mb must be greater than 0 and finite, got -1" "${common[@]}" --first-bucket-mb -1 --out "$tmp/x"
 expect_error sp_alone 1 "--sp needs a --sparsifier" "${common[@]}" --sp hi=1.2 --out "$tmp/x"
 expect_error dataset 1 "unknown --dataset 'cifar11'" "${base[@]}" --dataset cifar11 --out "$tmp/x"
+expect_error precision 1 "unknown --precision 'fp8'; valid: fp32, bf16, fp16" "${common[@]}" --precision fp8 --out "$tmp/x"
+expect_error fp16_sparse 1 "--precision fp16 (loss scaling) needs the dense exchange" "${common[@]}" --precision fp16 --sparsifier topk --out "$tmp/x"
+expect_error wire_sparse 1 "--comm-dtype bf16 sets the dense exchange's format" "${common[@]}" --comm-dtype bf16 --sparsifier topk --out "$tmp/x"
 [[ ! -e "$tmp/x" ]] || fail "a refused run created its --out folder"
 
 # A finished run, then the same --out again.

@@ -1,0 +1,108 @@
+#include "core/kernels/half.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace st {
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::BF16:
+      return "bf16";
+    case Precision::F16:
+      return "fp16";
+    default:
+      return "fp32";
+  }
+}
+
+Precision parse_precision(const std::string& name, const char* flag) {
+  for (Precision p : {Precision::F32, Precision::BF16, Precision::F16})
+    if (name == precision_name(p)) return p;
+  ST_THROW("unknown ", flag, " '", name, "'; valid: fp32, bf16, fp16");
+}
+
+namespace cpu {
+
+uint16_t float_to_bf16(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  // NaN stays a (quiet) NaN; truncation alone could turn it into an infinity.
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  // Round to nearest, ties to even: add half an ulp of the kept part (minus one when the
+  // kept part is even) and truncate. Values past bf16's largest finite become +-inf.
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float bf16_to_float(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+// F16C (every x86-64 CPU since 2012): exact IEEE conversions in hardware.
+__attribute__((target("f16c"))) uint16_t float_to_f16(float v) {
+  return static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+__attribute__((target("f16c"))) float f16_to_float(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+namespace {
+
+__attribute__((target("avx,f16c"))) void round_f16(const float* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) out[i] = f16_to_float(float_to_f16(in[i]));
+}
+
+void round_bf16(const float* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(float_to_bf16(in[i]));
+}
+
+}  // namespace
+
+void round_to(Precision p, const float* in, float* out, int64_t n) {
+  parallel_for(n, 1 << 15, [&](int64_t b, int64_t e) {
+    if (p == Precision::F16)
+      round_f16(in + b, out + b, e - b);
+    else if (p == Precision::BF16)
+      round_bf16(in + b, out + b, e - b);
+    else if (in != out)
+      std::memcpy(out + b, in + b, static_cast<size_t>(e - b) * 4);
+  });
+}
+
+Tensor rounded(const Tensor& t, Precision p) {
+  if (p == Precision::F32) return t;
+  ST_CHECK(t.device().is_cpu(), "rounding to ", precision_name(p), " needs a CPU tensor, got ",
+           t.str());
+  Tensor r = Tensor::empty(t.shape());
+  round_to(p, t.f32(), r.f32(), t.numel());
+  return r;
+}
+
+void pack_half(Precision p, const float* in, float scale, uint16_t* out, int64_t n) {
+  ST_CHECK(p != Precision::F32, "pack_half: fp32 is not a 16-bit format");
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = p == Precision::BF16 ? float_to_bf16(in[i] * scale) : float_to_f16(in[i] * scale);
+}
+
+void add_half(Precision p, const uint16_t* in, float* out, int64_t n) {
+  ST_CHECK(p != Precision::F32, "add_half: fp32 is not a 16-bit format");
+  for (int64_t i = 0; i < n; ++i)
+    out[i] += p == Precision::BF16 ? bf16_to_float(in[i]) : f16_to_float(in[i]);
+}
+
+}  // namespace cpu
+}  // namespace st

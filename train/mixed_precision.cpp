@@ -1,0 +1,42 @@
+#include "train/mixed_precision.h"
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "layers/precision.h"
+
+namespace st {
+
+MixedPrecision::MixedPrecision(const TrainConfig& c, Layer& model, Device device)
+    : precision_(parse_precision(c.precision, "--precision")) {
+  ST_CHECK(precision_ == Precision::F32 || device.is_cpu(), "--precision ", c.precision,
+           " is not implemented for --device cuda yet (cuDNN/cuBLAS half paths); use fp32");
+  ST_CHECK(parse_precision(c.comm_dtype, "--comm-dtype") == Precision::F32 || device.is_cpu(),
+           "--comm-dtype ", c.comm_dtype, " is not implemented for --device cuda yet; use fp32");
+  if (precision_ != Precision::F32) set_model_precision(model, precision_);
+  // bf16 keeps fp32's exponent range: gradients neither overflow nor flush to zero more
+  // than in fp32, so it trains unscaled (as PyTorch's bf16 autocast does).
+  if (precision_ == Precision::F16) scaler_ = std::make_unique<LossScaler>();
+}
+
+bool MixedPrecision::unscale_and_check(Tensor& grads, Communicator& comm) {
+  if (!scaler_) return true;
+  step_scale_ = scaler_->scale();
+  return scaler_->unscale_and_check(grads, comm);
+}
+
+void MixedPrecision::add_metrics(MetricRow& row) const {
+  if (!scaler_) return;
+  row.push_back({"loss_scale", static_cast<double>(step_scale_)});
+  row.push_back({"skipped", int64_t{scaler_->last_skipped() ? 1 : 0}});
+}
+
+void MixedPrecision::save(std::map<std::string, std::string>& meta) const {
+  if (scaler_) scaler_->save(meta);
+}
+
+void MixedPrecision::restore(const std::map<std::string, std::string>& meta,
+                             const std::string& path) {
+  if (scaler_) scaler_->restore(meta, path);
+}
+
+}  // namespace st

@@ -1,0 +1,44 @@
+// The training loop's side of --precision and --comm-dtype (docs/PRECISION.md): it sets
+// the model's Conv2d/Linear precision, refuses what is not implemented (16-bit on CUDA),
+// and for fp16 owns the dynamic loss scaler: the loss gradient is multiplied by the
+// scale, the exchanged gradient divided by it, and an overflowed step is skipped.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/device.h"
+#include "core/kernels/half.h"
+#include "layers/layer.h"
+#include "train/loss_scaler.h"
+#include "train/metrics.h"
+#include "train/trainer.h"
+
+namespace st {
+
+class Communicator;
+
+class MixedPrecision {
+ public:
+  MixedPrecision(const TrainConfig& c, Layer& model, Device device);
+  Precision precision() const { return precision_; }
+  // The factor the loss gradient is multiplied by before backward (1 without fp16).
+  float loss_scale() const { return scaler_ ? scaler_->scale() : 1.0f; }
+  // After the exchange: unscales the gradient (fp16); false when the step must be
+  // skipped. Collective under fp16 (every rank calls it).
+  bool unscale_and_check(Tensor& grads, Communicator& comm);
+  // fp16: the iteration row's "loss_scale" (the scale this step's backward used) and
+  // "skipped" (1 when the step overflowed and the optimiser did not run).
+  void add_metrics(MetricRow& row) const;
+  // The loss scaler's state in checkpoint metadata, and its restore on --resume.
+  void save(std::map<std::string, std::string>& meta) const;
+  void restore(const std::map<std::string, std::string>& meta, const std::string& path);
+
+ private:
+  Precision precision_;
+  std::unique_ptr<LossScaler> scaler_;
+  float step_scale_ = 1.0f;  // the scale of the last checked step
+};
+
+}  // namespace st

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/kernels/half.h"
 #include "data/registry.h"
+#include "sparsify/bulk/bulk_ops.h"
 #include "sparsify/registry.h"
 #include "train/train_common.h"
 
@@ -67,6 +68,11 @@ void check_sparsifier_device(const TrainConfig& c) {
   ST_CHECK(make_sparsifier(c.sparsifier, o)->device_ready(), "--sparsifier ", c.sparsifier,
            " runs on CPU buckets only, not on --device ", c.device,
            " (`sparsetrain sparsifiers` lists each method's devices)");
+  // Without a device the device line comes first (parse_device), as for a dense run.
+  ST_CHECK(cuda_device_count() == 0 || bulk::cuda_ops_built(), "--sparsifier ", c.sparsifier,
+           " on --device ", c.device,
+           ": this build has no CUDA implementation of the sparsifiers' bulk passes "
+           "(sparsify/bulk/cuda_ops.cu); train with --device cpu or without --sparsifier");
 }
 
 // --precision and --comm-dtype: what each combination can honestly do.

@@ -342,5 +342,8 @@ OpsPtr make_ops(Device device);
 // The CUDA implementation (sparsify/bulk/cuda_ops.cu); a build without the CUDA backend
 // defines it in sparsify/bulk/cuda_ops_disabled.cpp, where it throws.
 OpsPtr make_cuda_ops(Device device);
+// Whether this build has that implementation (false: make_cuda_ops throws), so a
+// sparsified run on a GPU is refused at start rather than at its first exchange.
+bool cuda_ops_built();
 
 }  // namespace st::bulk

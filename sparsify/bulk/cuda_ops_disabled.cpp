@@ -5,6 +5,10 @@
 
 namespace st::bulk {
 
+bool cuda_ops_built() {
+  return false;
+}
+
 OpsPtr make_cuda_ops(Device device) {
   ST_THROW("bulk passes on ", device.str(),
            ": this sparsetrain was built without the CUDA backend of bulk::Ops "

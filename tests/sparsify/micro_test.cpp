@@ -11,6 +11,7 @@
 
 #include "comm/communicator.h"
 #include "core/rng.h"
+#include "sparsify/host_select.h"
 #include "sparsify/kernels/select_cpu.h"
 #include "sparsify/kernels/threshold_select_cpu.h"
 #include "sparsify/micro.h"
@@ -18,7 +19,6 @@
 #include "sparsify/sparsify_hook.h"
 #if defined(SPARSETRAIN_WITH_CUDA)
 #include "../cuda/cuda_test_util.h"
-#include "sparsify/host_select.h"
 #include "sparsify/kernels/threshold_select_cuda.h"
 #endif
 

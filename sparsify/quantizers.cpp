@@ -104,6 +104,20 @@ void unpack_message(bulk::Ops& ops, const bulk::QuantSpec& q, const std::string&
 
 }  // namespace
 
+void StochasticQuantizer::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                                    DeviceSelection& out) {
+  const bulk::QuantSpec q = spec(ctx);
+  ops.quantize(q, x, scales_, codes_, out.values);
+  pack_message(ops, q, scales_, codes_, out.packed);
+  ops.iota(out.indices, x.size(), 0);
+}
+
+void StochasticQuantizer::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
+                                    const bulk::Buffer& words, int64_t offset, int64_t count,
+                                    DeviceSelection& out) const {
+  unpack_message(ops, spec(ctx), name(), n, words, offset, count, codes_, out);
+}
+
 Qsgd::Qsgd(const SpValues& v)
     : levels_(static_cast<int32_t>(v.get_int("levels"))), chunk_(v.get_int("chunk")) {}
 
@@ -119,19 +133,6 @@ bulk::QuantSpec Qsgd::spec(const SelectContext& ctx) const {
   return q;
 }
 
-void Qsgd::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
-                     DeviceSelection& out) {
-  const bulk::QuantSpec q = spec(ctx);
-  ops.quantize(q, x, scales_, codes_, out.values);
-  pack_message(ops, q, scales_, codes_, out.packed);
-  ops.iota(out.indices, x.size(), 0);
-}
-
-void Qsgd::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
-                     int64_t offset, int64_t count, DeviceSelection& out) const {
-  unpack_message(ops, spec(ctx), "qsgd", n, words, offset, count, codes_, out);
-}
-
 TernGrad::TernGrad(const SpValues& v)
     : chunk_(v.get_int("chunk")), clip_(static_cast<float>(v.get("clip"))) {}
 
@@ -145,20 +146,6 @@ bulk::QuantSpec TernGrad::spec(const SelectContext& ctx) const {
   q.seed = ctx.seed;
   q.stream = quant::rounding_stream(ctx.rank, ctx.bucket, ctx.iteration);
   return q;
-}
-
-void TernGrad::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
-                         DeviceSelection& out) {
-  const bulk::QuantSpec q = spec(ctx);
-  ops.quantize(q, x, scales_, codes_, out.values);
-  pack_message(ops, q, scales_, codes_, out.packed);
-  ops.iota(out.indices, x.size(), 0);
-}
-
-void TernGrad::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
-                         const bulk::Buffer& words, int64_t offset, int64_t count,
-                         DeviceSelection& out) const {
-  unpack_message(ops, spec(ctx), "terngrad", n, words, offset, count, codes_, out);
 }
 
 }  // namespace st

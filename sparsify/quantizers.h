@@ -40,13 +40,10 @@ namespace st {
 // feedback stays on (the hook's residual keeps x - Q(x)): the unbiased quantisers then
 // run as EF-QSGD / EF-TernGrad. Stochastic rounding draws Philox numbers keyed by
 // (seed, rank, bucket, iteration).
-class Qsgd : public Sparsifier {
+// What QSGD and TernGrad share: select_on quantises and packs, unpack_on decodes one
+// rank's message; a method only says how it quantises (spec()).
+class StochasticQuantizer : public Sparsifier {
  public:
-  // --sp levels (s) and chunk (QSGD's bucket size d), declared in sparsify/registry.cpp;
-  // the second form validates options against that declaration first.
-  explicit Qsgd(const SpValues& v);
-  explicit Qsgd(const SparsifierOptions& o);
-  std::string name() const override { return "qsgd"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
@@ -55,15 +52,31 @@ class Qsgd : public Sparsifier {
   void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
                  int64_t offset, int64_t count, DeviceSelection& out) const override;
 
- private:
-  bulk::QuantSpec spec(const SelectContext& ctx) const;
+ protected:
+  // The quantiser for one bucket at one iteration (kind, chunk, parameters, rounding stream).
+  virtual bulk::QuantSpec spec(const SelectContext& ctx) const = 0;
 
-  int32_t levels_;
-  int64_t chunk_;
+ private:
   mutable bulk::Buffer codes_, scales_;  // select / unpack scratch
 };
 
-class TernGrad : public Sparsifier {
+class Qsgd : public StochasticQuantizer {
+ public:
+  // --sp levels (s) and chunk (QSGD's bucket size d), declared in sparsify/registry.cpp;
+  // the second form validates options against that declaration first.
+  explicit Qsgd(const SpValues& v);
+  explicit Qsgd(const SparsifierOptions& o);
+  std::string name() const override { return "qsgd"; }
+
+ protected:
+  bulk::QuantSpec spec(const SelectContext& ctx) const override;
+
+ private:
+  int32_t levels_;
+  int64_t chunk_;
+};
+
+class TernGrad : public StochasticQuantizer {
  public:
   // --sp chunk: elements sharing one scale (0 = the whole bucket, TernGrad's per-layer
   // max when buckets are layers; the paper's scaler sharing across workers is not used).
@@ -72,20 +85,13 @@ class TernGrad : public Sparsifier {
   explicit TernGrad(const SpValues& v);
   explicit TernGrad(const SparsifierOptions& o);
   std::string name() const override { return "terngrad"; }
-  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
-  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
-                 DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
-  bool packs() const override { return true; }
-  void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
-                 int64_t offset, int64_t count, DeviceSelection& out) const override;
+
+ protected:
+  bulk::QuantSpec spec(const SelectContext& ctx) const override;
 
  private:
-  bulk::QuantSpec spec(const SelectContext& ctx) const;
-
   int64_t chunk_;
   float clip_;
-  mutable bulk::Buffer codes_, scales_;  // select / unpack scratch
 };
 
 }  // namespace st

@@ -481,16 +481,26 @@ float CpuOps::abs_min_nonzero(const Buffer& x, part::Range r) {
 
 // --- FFT ---
 
+namespace {
+
+// Every piece's real range and half spectrum must lie inside their buffers.
+void check_pieces(const char* op, const std::vector<FftPiece>& pieces, int64_t real_size,
+                  int64_t coef_size) {
+  for (const FftPiece& p : pieces)
+    ST_CHECK(
+        p.begin >= 0 && p.begin + p.len <= real_size && p.coef + 2 * (p.len / 2 + 1) <= coef_size,
+        "bulk::Ops::", op, ": piece [", p.begin, ", +", p.len, ") with coefficients at ", p.coef,
+        " outside ", real_size, " / ", coef_size);
+}
+
+}  // namespace
+
 void CpuOps::rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer& coef) {
   if (!fft_) fft_ = std::make_shared<FftCache>();
   fft_->prepare(pieces);
   const float* xp = f32(x);
   float* cp = f32(coef);
-  for (const FftPiece& p : pieces)
-    ST_CHECK(
-        p.begin >= 0 && p.begin + p.len <= x.size() && p.coef + 2 * (p.len / 2 + 1) <= coef.size(),
-        "bulk::Ops::rfft: piece [", p.begin, ", +", p.len, ") -> ", p.coef, " outside ", x.size(),
-        " / ", coef.size());
+  check_pieces("rfft", pieces, x.size(), coef.size());
   const int64_t np = static_cast<int64_t>(pieces.size());
   FftCache& cache = *fft_;
 #pragma omp parallel for schedule(dynamic) if (np > 1)
@@ -512,11 +522,7 @@ void CpuOps::irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buff
   fft_->prepare(pieces);
   const float* cp = f32(coef);
   float* op = f32(out);
-  for (const FftPiece& p : pieces)
-    ST_CHECK(p.begin >= 0 && p.begin + p.len <= out.size() &&
-                 p.coef + 2 * (p.len / 2 + 1) <= coef.size(),
-             "bulk::Ops::irfft: piece [", p.begin, ", +", p.len, ") <- ", p.coef, " outside ",
-             out.size(), " / ", coef.size());
+  check_pieces("irfft", pieces, out.size(), coef.size());
   const int64_t np = static_cast<int64_t>(pieces.size());
   FftCache& cache = *fft_;
 #pragma omp parallel for schedule(dynamic) if (np > 1)

@@ -102,6 +102,16 @@ void ExDyna::load_state(StateReader& in) {
     l.counts = r.get_vector<int64_t>();
     l.moves = r.get<int64_t>();
   });
+  if (in.new_world() > 0) {
+    // Another number of ranks: the block grid and the boundaries were balanced for the
+    // old partitions, so they start again from near-equal block counts for the new world
+    // (as a fresh bucket does) and the sweeps rebalance them; the move count goes on.
+    for (auto& [id, l] : layouts_) {
+      const int64_t moves = l.moves;
+      start_bucket(id, bucket_rule(id).n, in.new_world());
+      l.moves = moves;
+    }
+  }
   for (const auto& [id, l] : layouts_) check_layout(id, l, in.what());
 }
 

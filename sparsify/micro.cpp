@@ -80,6 +80,11 @@ void Micro::load_state(StateReader& in) {
     ST_CHECK(b.n >= 0 && b.world >= 1 && std::isfinite(b.tau) && b.tau >= 0, in.what(), ": ",
              name(), " bucket ", id, " has n=", b.n, " world=", b.world, " tau=", b.tau,
              " (corrupt sparsifier state)");
+  // On another number of ranks the threshold carries over (it is the same on every rank
+  // and tracks the global count), and the partitions, a function of (n, world), follow
+  // the new world size (sparsify/resplit.h).
+  if (in.new_world() > 0)
+    for (auto& [id, b] : buckets_) b.world = in.new_world();
 }
 
 }  // namespace st

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/timer.h"
+#include "sparsify/hook_state.h"
 
 namespace st {
 
@@ -139,26 +140,30 @@ Tensor SparsifyHook::residual(int bucket) const {
 }
 
 std::vector<uint8_t> SparsifyHook::save_state() const {
-  StateWriter w;
-  w.put_string(sparsifier_->name());
-  w.put_buckets(state_, [](StateWriter& out, const BucketState& s) {
-    out.put_vector(s.residual.defined() ? s.residual.to_vector() : std::vector<float>());
-  });
-  sparsifier_->save_state(w);
-  return w.bytes();
+  HookState h;
+  h.method = sparsifier_->name();
+  for (const auto& [id, s] : state_)
+    h.residuals[id] = s.residual.defined() ? s.residual.to_vector() : std::vector<float>();
+  StateWriter rule;
+  sparsifier_->save_state(rule);
+  h.rule = rule.bytes();
+  return write_hook_state(h);
 }
 
 void SparsifyHook::load_state(StateReader& in) {
-  const std::string method = in.get_string();
-  ST_CHECK(method == sparsifier_->name(), in.what(),
-           ": the checkpoint holds the state of --sparsifier ", method, ", this run uses ",
+  const HookState h = read_hook_state(in);
+  ST_CHECK(h.method == sparsifier_->name(), in.what(),
+           ": the checkpoint holds the state of --sparsifier ", h.method, ", this run uses ",
            sparsifier_->name());
-  in.get_buckets(state_, [](StateReader& r, BucketState& s) {
-    const std::vector<float> v = r.get_vector<float>();
+  state_.clear();
+  for (const auto& [id, v] : h.residuals) {
+    BucketState& s = state_[id];
     if (!v.empty()) s.residual = Tensor::from_vector(v, {static_cast<int64_t>(v.size())});
-  });
-  sparsifier_->load_state(in);
-  ST_CHECK(in.done(), in.what(), ": trailing bytes after the sparsifier state of ", method);
+  }
+  StateReader rule(h.rule.data(), h.rule.size(), in.what());
+  rule.set_new_world(in.new_world());
+  sparsifier_->load_state(rule);
+  ST_CHECK(rule.done(), in.what(), ": trailing bytes after the sparsifier state of ", h.method);
 }
 
 std::vector<SparsifyStats> SparsifyHook::take_stats() {

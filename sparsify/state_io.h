@@ -32,6 +32,8 @@ class StateWriter {
     bytes_.insert(bytes_.end(), p, p + v.size() * sizeof(T));
   }
   void put_string(const std::string& s) { put_vector(std::vector<char>(s.begin(), s.end())); }
+  // Bytes as they are, without a count (a nested stream that runs to the end).
+  void put_raw(const std::vector<uint8_t>& b) { bytes_.insert(bytes_.end(), b.begin(), b.end()); }
   // A per-bucket map: the count, then (bucket id, entry) pairs; put_entry(writer, entry).
   template <typename T, typename Fn>
   void put_buckets(const std::map<int, T>& m, Fn put_entry) {
@@ -85,8 +87,19 @@ class StateReader {
       get_entry(*this, m[id]);
     }
   }
+  // The bytes not read yet (what put_raw appended at the end), leaving the reader done.
+  std::vector<uint8_t> get_rest() {
+    const size_t n = size_ - pos_;
+    const uint8_t* p = take(n);
+    return std::vector<uint8_t>(p, p + n);
+  }
   bool done() const { return pos_ == size_; }
   const std::string& what() const { return what_; }
+  // A resume on another number of ranks (sparsify/resplit.h): the world size the state is
+  // loaded for, 0 when it is the one that wrote it. A rule whose state depends on the
+  // world size (MiCRO's and ExDyna's partitions) rebuilds that part for it.
+  void set_new_world(int world) { new_world_ = world; }
+  int new_world() const { return new_world_; }
 
  private:
   const uint8_t* take(size_t n) {
@@ -99,6 +112,7 @@ class StateReader {
   const uint8_t* data_;
   size_t size_, pos_ = 0;
   std::string what_;
+  int new_world_ = 0;
 };
 
 }  // namespace st

@@ -9,7 +9,9 @@
 #include <iterator>
 
 #include "core/safetensors.h"
+#include "sparsify/hook_state.h"
 #include "sparsify/registry.h"
+#include "sparsify/resplit.h"
 
 namespace st {
 
@@ -119,25 +121,80 @@ std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const Sparsify
 }
 
 namespace {
-// False when the file holds no sparsifier state.
+// The error feedback owed to the model is the residuals' sum over the ranks: after a
+// re-split every rank's new residual is summed (one allreduce per bucket, once) and
+// compared with the old ranks' sum; rank 0 reports the largest difference.
+void report_resplit(const SparsifyHook& hook, const std::vector<HookState>& old,
+                    const std::string& path, Communicator& comm) {
+  std::map<int, size_t> sizes;
+  for (const HookState& h : old)
+    for (const auto& [id, r] : h.residuals)
+      if (!r.empty()) sizes[id] = r.size();
+  double largest_diff = 0, largest_sum = 0;
+  for (const auto& [id, n] : sizes) {
+    std::vector<double> want(n, 0.0);
+    for (const HookState& h : old)
+      if (auto it = h.residuals.find(id); it != h.residuals.end() && !it->second.empty())
+        for (size_t i = 0; i < n; ++i) want[i] += it->second[i];
+    const Tensor mine = hook.residual(id);
+    Tensor sum = mine.defined() && mine.numel() == static_cast<int64_t>(n)
+                     ? mine.clone()
+                     : Tensor::zeros({static_cast<int64_t>(n)});
+    comm.allreduce(sum);
+    const float* got = sum.f32();
+    for (size_t i = 0; i < n; ++i) {
+      largest_diff = std::max(largest_diff, std::fabs(static_cast<double>(got[i]) - want[i]));
+      largest_sum = std::max(largest_sum, std::fabs(want[i]));
+    }
+  }
+  if (comm.rank() == 0)
+    std::fprintf(stderr,
+                 "note: %s: the %s state of %zu ranks re-split over %d: residual sums over the "
+                 "ranks kept in %zu buckets (largest difference %.3g, largest |sum| %.3g); rule "
+                 "state carried over\n",
+                 path.c_str(), old[0].method.c_str(), old.size(), comm.size(), sizes.size(),
+                 largest_diff, largest_sum);
+}
+
+// False when the file holds no sparsifier state. A state of another number of ranks is
+// re-split for this one (sparsify/resplit.h) or refused in one line.
 bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm) {
   const TensorFile f = load_safetensors(path);
   const Tensor* all = f.find(kSparsifyState);
   const Tensor* lens = f.find(kSparsifyStateBytes);
   if (!all && !lens) return false;
   ST_CHECK(all && lens, path, ": ", all ? kSparsifyStateBytes : kSparsifyState, " is missing");
-  const int P = comm.size();
-  ST_CHECK(all->rank() == 2 && all->dtype() == DType::I32 && lens->numel() == all->dim(0), path,
-           ": malformed ", kSparsifyState, " ", all->str());
-  ST_CHECK(all->dim(0) == P, path, ": the sparsifier state is of ", all->dim(0),
-           " ranks; resume it on as many ranks, not ", P);
-  const int64_t words = all->dim(1);
+  ST_CHECK(all->rank() == 2 && all->dtype() == DType::I32 && all->dim(0) >= 1 &&
+               lens->numel() == all->dim(0),
+           path, ": malformed ", kSparsifyState, " ", all->str());
   ST_CHECK(lens->dtype() == DType::I32, path, ": malformed ", kSparsifyStateBytes);
-  const int32_t size = lens->data<int32_t>()[comm.rank()];
-  ST_CHECK(size >= 0 && size <= words * 4, path, ": malformed ", kSparsifyStateBytes);
-  const auto* row = static_cast<const uint8_t*>(all->raw()) + comm.rank() * words * 4;
-  StateReader in(row, static_cast<size_t>(size), path + ": " + kSparsifyState);
+  const int old_world = static_cast<int>(all->dim(0));
+  const int64_t words = all->dim(1);
+  const std::string what = path + ": " + kSparsifyState;
+  auto row = [&](int q) {
+    const int32_t size = lens->data<int32_t>()[q];
+    ST_CHECK(size >= 0 && size <= words * 4, path, ": malformed ", kSparsifyStateBytes);
+    const auto* data = static_cast<const uint8_t*>(all->raw()) + q * words * 4;
+    return StateReader(data, static_cast<size_t>(size), what);
+  };
+  if (old_world == comm.size()) {
+    StateReader in = row(comm.rank());
+    hook.load_state(in);
+    return true;
+  }
+  std::vector<HookState> old;
+  for (int q = 0; q < old_world; ++q) {
+    StateReader in = row(q);
+    old.push_back(read_hook_state(in));
+  }
+  StateWriter fresh;
+  hook.sparsifier().save_state(fresh);
+  const std::vector<uint8_t> bytes =
+      write_hook_state(resplit_hook_state(old, comm.size(), comm.rank(), fresh.bytes(), path));
+  StateReader in(bytes.data(), bytes.size(), what);
+  in.set_new_world(comm.size());
   hook.load_state(in);
+  report_resplit(hook, old, path, comm);
   return true;
 }
 }  // namespace

@@ -1,0 +1,102 @@
+#include "sparsify/resplit.h"
+
+#include <set>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace st {
+
+namespace {
+
+// Methods whose rule state differs from rank to rank, and what it is. Their state could
+// only be re-split by a rule of the method's own (and is not); carrying one rank's copy
+// to another would pair it with a residual it does not describe.
+struct PerRankState {
+  std::string_view method;
+  std::string_view state;
+};
+constexpr PerRankState kPerRank[] = {
+    {"vgc", "a variance accumulator per element on each rank"},
+    {"sage", "a threshold adapted to each rank's own gradient"},
+    {"dgc", "momentum on each rank (--sp momentum > 0)"},
+};
+
+std::string world_change(const std::string& method, size_t from, int to) {
+  return "its checkpoint of " + std::to_string(from) + " ranks resumes only on " +
+         std::to_string(from) + " ranks, not " + std::to_string(to) + " (--sparsifier " + method +
+         ")";
+}
+
+}  // namespace
+
+std::vector<float> resplit_residual(const std::vector<std::vector<float>>& old, int new_world,
+                                    int new_rank) {
+  ST_CHECK(new_world >= 1 && new_rank >= 0 && new_rank < new_world, "resplit: rank ", new_rank,
+           " is outside world size ", new_world);
+  std::vector<float> sum;
+  for (size_t q = static_cast<size_t>(new_rank); q < old.size(); q += static_cast<size_t>(new_world)) {
+    const std::vector<float>& r = old[q];
+    if (r.empty()) continue;
+    if (sum.empty()) {
+      sum = r;
+      continue;
+    }
+    ST_CHECK(r.size() == sum.size(), "resplit: residuals of ", sum.size(), " and ", r.size(),
+             " elements for one bucket");
+    for (size_t i = 0; i < r.size(); ++i) sum[i] += r[i];
+  }
+  return sum;
+}
+
+std::string resplit_refusal(const std::vector<HookState>& old, int new_world,
+                            const std::vector<uint8_t>& fresh_rule) {
+  if (old.empty()) return "the checkpoint holds no sparsifier state";
+  const std::string& method = old[0].method;
+  for (const HookState& h : old)
+    if (h.method != method)
+      return "the checkpoint's ranks hold the states of --sparsifier " + method + " and " +
+             h.method;
+  for (const PerRankState& p : kPerRank) {
+    if (p.method != method) continue;
+    for (const HookState& h : old)
+      if (h.rule != fresh_rule)
+        return "--sparsifier " + method + " keeps " + std::string(p.state) +
+               ", which cannot be re-split: " + world_change(method, old.size(), new_world);
+    return "";
+  }
+  for (const HookState& h : old)
+    if (h.rule != old[0].rule)
+      return "the rule state of --sparsifier " + method +
+             " differs between the checkpoint's ranks, so no copy of it fits every rank: " +
+             world_change(method, old.size(), new_world);
+  return "";
+}
+
+HookState resplit_hook_state(const std::vector<HookState>& old, int new_world, int new_rank,
+                             const std::vector<uint8_t>& fresh_rule, const std::string& what) {
+  const std::string refusal = resplit_refusal(old, new_world, fresh_rule);
+  ST_CHECK(refusal.empty(), what, ": ", refusal);
+  std::set<int> ids;
+  for (const HookState& h : old)
+    for (const auto& entry : h.residuals) ids.insert(entry.first);
+  HookState out;
+  out.method = old[0].method;
+  out.rule = old[0].rule;
+  std::vector<std::vector<float>> rows(old.size());
+  for (int id : ids) {
+    size_t n = 0;
+    for (size_t q = 0; q < old.size(); ++q) {
+      auto it = old[q].residuals.find(id);
+      rows[q] = it == old[q].residuals.end() ? std::vector<float>() : it->second;
+      ST_CHECK(rows[q].empty() || n == 0 || rows[q].size() == n, what, ": the residual of bucket ",
+               id, " has ", rows[q].size(), " elements on rank ", q, " but ", n,
+               " on another rank (corrupt sparsifier state)");
+      if (!rows[q].empty()) n = rows[q].size();
+    }
+    out.residuals[id] = resplit_residual(rows, new_world, new_rank);
+  }
+  return out;
+}
+
+}  // namespace st

@@ -1,6 +1,7 @@
 #include "sparsify/micro.h"
 
 #include <cmath>
+#include <cstddef>
 
 #include "core/error.h"
 
@@ -71,7 +72,16 @@ void Micro::observe(const ExchangeFeedback& fb) {
 }
 
 void Micro::save_state(StateWriter& out) const {
-  out.put_buckets(buckets_, [](StateWriter& w, const BucketRule& b) { w.put(b); });
+  // Field by field, with the padding of BucketRule's layout written as zeros: copying the
+  // struct would copy uninitialised padding, and every rank's state must be byte-equal
+  // for a resume on another number of ranks to carry one copy (sparsify/resplit.h).
+  static_assert(sizeof(BucketRule) == 24 && offsetof(BucketRule, tau) == 16);
+  out.put_buckets(buckets_, [](StateWriter& w, const BucketRule& b) {
+    w.put<int64_t>(b.n);
+    w.put<int32_t>(b.world);
+    w.put<int32_t>(0);
+    w.put<double>(b.tau);
+  });
 }
 
 void Micro::load_state(StateReader& in) {

@@ -22,10 +22,8 @@ constexpr PerRankState kPerRank[] = {
     {"dgc", "momentum on each rank (--sp momentum > 0)"},
 };
 
-std::string world_change(const std::string& method, size_t from, int to) {
-  return "its checkpoint of " + std::to_string(from) + " ranks resumes only on " +
-         std::to_string(from) + " ranks, not " + std::to_string(to) + " (--sparsifier " + method +
-         ")";
+std::string world_change(size_t from, int to) {
+  return "resume it on " + std::to_string(from) + " ranks, not " + std::to_string(to);
 }
 
 }  // namespace
@@ -35,7 +33,8 @@ std::vector<float> resplit_residual(const std::vector<std::vector<float>>& old, 
   ST_CHECK(new_world >= 1 && new_rank >= 0 && new_rank < new_world, "resplit: rank ", new_rank,
            " is outside world size ", new_world);
   std::vector<float> sum;
-  for (size_t q = static_cast<size_t>(new_rank); q < old.size(); q += static_cast<size_t>(new_world)) {
+  for (size_t q = static_cast<size_t>(new_rank); q < old.size();
+       q += static_cast<size_t>(new_world)) {
     const std::vector<float>& r = old[q];
     if (r.empty()) continue;
     if (sum.empty()) {
@@ -62,14 +61,14 @@ std::string resplit_refusal(const std::vector<HookState>& old, int new_world,
     for (const HookState& h : old)
       if (h.rule != fresh_rule)
         return "--sparsifier " + method + " keeps " + std::string(p.state) +
-               ", which cannot be re-split: " + world_change(method, old.size(), new_world);
+               ", which cannot be re-split: " + world_change(old.size(), new_world);
     return "";
   }
   for (const HookState& h : old)
     if (h.rule != old[0].rule)
       return "the rule state of --sparsifier " + method +
              " differs between the checkpoint's ranks, so no copy of it fits every rank: " +
-             world_change(method, old.size(), new_world);
+             world_change(old.size(), new_world);
   return "";
 }
 

@@ -31,7 +31,12 @@ class StateWriter {
     const auto* p = reinterpret_cast<const uint8_t*>(v.data());
     bytes_.insert(bytes_.end(), p, p + v.size() * sizeof(T));
   }
-  void put_string(const std::string& s) { put_vector(std::vector<char>(s.begin(), s.end())); }
+  // The same layout as put_vector<char> (a count, then the characters).
+  void put_string(const std::string& s) {
+    put<int64_t>(static_cast<int64_t>(s.size()));
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    bytes_.insert(bytes_.end(), p, p + s.size());
+  }
   // Bytes as they are, without a count (a nested stream that runs to the end).
   void put_raw(const std::vector<uint8_t>& b) { bytes_.insert(bytes_.end(), b.begin(), b.end()); }
   // A per-bucket map: the count, then (bucket id, entry) pairs; put_entry(writer, entry).

@@ -31,19 +31,6 @@ std::string format_sparsifier_params(const std::map<std::string, std::string>& p
 // `sparsify`), or the dense allreduce for --sparsifier none (`sparsify` null).
 std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,
                                                std::shared_ptr<SparsifyHook>& sparsify);
-// The sparsify hook's state on every rank (error-feedback residuals, the method's rule
-// state) as one checkpoint tensor "sparsify.state", [P, words] int32 with each row's
-// byte count in "sparsify.state_bytes" [P]. Collective: every rank calls it.
-std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const SparsifyHook& hook,
-                                                                  Communicator& comm);
-// On --resume: the reducer's iteration count continues from `step`, and the sparsify hook
-// (when there is one) gets this rank's row of the checkpoint's state. A checkpoint of
-// another number of ranks is re-split for this one (sparsify/resplit.h; rank 0 notes the
-// residual sums it kept) or refused in one line naming the method and both world sizes.
-// A checkpoint without that state (a dense run's) leaves the hook fresh, with a note on
-// rank 0: sparsification then starts from zero residuals.
-void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer, SparsifyHook* sparsify,
-                     Communicator& comm);
 // Rank 0's parameters and buffers become everyone's (docs/DESIGN.md explains why).
 void broadcast_model(Layer& model, FlatParams& flat, Communicator& comm);
 

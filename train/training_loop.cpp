@@ -23,6 +23,7 @@
 #include "sparsify/vgc.h"
 #include "train/config_check.h"
 #include "train/mixed_precision.h"
+#include "train/sparsify_checkpoint.h"
 #include "train/trace.h"
 #include "train/train_common.h"
 
@@ -262,8 +263,10 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   if (!c_.resume.empty()) resume();
   open_logs();
   start_step_ = result_.steps = pos_.step;
-  total_steps_ =
-      std::min<int64_t>(c_.max_iters > 0 ? c_.max_iters : INT64_MAX, steps_per_epoch() * c_.epochs);
+  // Counted from the resumed position, not as epochs x steps per epoch: a checkpoint of
+  // another number of ranks took another number of steps per epoch to get here.
+  const int64_t left = (c_.epochs - pos_.epoch) * steps_per_epoch() - pos_.batch / c_.accum_steps;
+  total_steps_ = std::min<int64_t>(c_.max_iters > 0 ? c_.max_iters : INT64_MAX, pos_.step + left);
   // Trace steps [5, 5 + trace_iters) of this run, or its last trace_iters steps when the
   // run is shorter than that.
   trace_begin_ = std::min(start_step_ + 5, std::max(start_step_, total_steps_ - c_.trace_iters));

@@ -1,0 +1,38 @@
+// The sparsify hook's state in a checkpoint: every rank's error-feedback residuals and
+// the method's rule state, one row per rank, and its restore on --resume, on as many
+// ranks or on another number of them (sparsify/resplit.h re-splits the rows).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/reducer.h"
+#include "sparsify/sparsify_hook.h"
+#include "train/trainer.h"
+
+namespace st {
+
+// The rows of every rank's hook state (SparsifyHook::save_state, in rank order) as the
+// checkpoint tensors "sparsify.state", [P, words] int32 (rows padded to the longest),
+// and "sparsify.state_bytes", [P] int32 (each row's byte count).
+std::vector<std::pair<std::string, Tensor>> sparsify_state_tensors(
+    const std::vector<std::vector<uint8_t>>& rows);
+// The same tensors from every rank's hook, complete on rank 0 (which writes the
+// checkpoint; the other ranks get their own row only). Collective: every rank calls it.
+std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const SparsifyHook& hook,
+                                                                  Communicator& comm);
+// Gives `hook` this rank's state from the checkpoint at `path`; false when the file holds
+// none (a dense run's). A state of another number of ranks is re-split for this one
+// (rank 0 notes the residual sums over the ranks before and after) or refused in one
+// line naming the method and both world sizes. Collective when the world size changed.
+bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm);
+// On --resume: the reducer's iteration count continues from `step`, and the sparsify
+// hook (when there is one) is restored as above and checked against the bucket plan.
+// A checkpoint without sparsifier state leaves the hook fresh, with a note on rank 0:
+// sparsification then starts from zero residuals.
+void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer, SparsifyHook* sparsify,
+                     Communicator& comm);
+
+}  // namespace st

@@ -1,8 +1,9 @@
-// A MiCRO checkpoint of another number of ranks restored on this world (2 ranks given a
-// 4-rank checkpoint, 4 ranks given a 2-rank one; train/sparsify_checkpoint.h): each rank
-// gets the old residuals sparsify/resplit.h assigns it, their sum over the ranks is kept,
-// the threshold carries over, the partitions follow the new world, and the exchange goes
-// on. A checkpoint whose rule state differs between ranks is refused in one line.
+// A MiCRO or ExDyna checkpoint of another number of ranks restored on this world (2 ranks
+// given a 4-rank checkpoint, 4 ranks given a 2-rank one; train/sparsify_checkpoint.h):
+// each rank gets the old residuals sparsify/resplit.h assigns it, their sum over the ranks
+// is kept, the threshold carries over, the partitions follow the new world, and the
+// exchange goes on. A checkpoint whose rule state differs between ranks is refused in one
+// line.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "sparsify/exdyna.h"
 #include "sparsify/hook_state.h"
 #include "sparsify/host_select.h"
 #include "sparsify/micro.h"
@@ -49,13 +51,14 @@ std::vector<float> random_vector(int64_t n, unsigned seed) {
 struct OldRank {
   HookState state;
   std::vector<double> thresholds;  // per bucket, what the next selection would use
+  std::vector<int64_t> moves;      // per bucket, ExDyna's boundary moves so far
 };
 
-OldRank old_rank(int q, int old_world, int64_t global_count) {
+OldRank old_rank(const std::string& method, int q, int old_world, int64_t global_count) {
   const SparsifierOptions o = options();
-  SparsifierPtr sp = make_sparsifier("micro", o);
+  SparsifierPtr sp = make_sparsifier(method, o);
   OldRank out;
-  out.state.method = "micro";
+  out.state.method = method;
   for (size_t b = 0; b < kSizes.size(); ++b) {
     const int64_t n = kSizes[b];
     SelectContext ctx;
@@ -76,6 +79,8 @@ OldRank old_rank(int q, int old_world, int64_t global_count) {
     sp->observe(fb);
     out.state.residuals[ctx.bucket] = random_vector(n, 77u * static_cast<unsigned>(q + 1) + b);
     out.thresholds.push_back(dynamic_cast<Micro&>(*sp).threshold(ctx.bucket));
+    auto* exdyna = dynamic_cast<ExDyna*>(sp.get());
+    out.moves.push_back(exdyna ? exdyna->moves(ctx.bucket) : 0);
   }
   StateWriter rule;
   sp->save_state(rule);
@@ -105,13 +110,16 @@ int other_world() {
   return world().size() == 4 ? 2 : 4;
 }
 
-TEST(ResumeOnAnotherWorld, MicroResidualsAndRuleFollowTheNewRanks) {
+class ResumeOnAnotherWorld : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ResumeOnAnotherWorld, ResidualsAndRuleFollowTheNewRanks) {
   Communicator& comm = world();
+  const std::string method = GetParam();
   const int P = comm.size(), r = comm.rank(), Q = other_world();
   std::vector<OldRank> old;
-  for (int q = 0; q < Q; ++q) old.push_back(old_rank(q, Q, 90));
-  const std::string path = write_checkpoint(old, "micro");
-  SparsifyHook hook(make_sparsifier("micro", options()), options());
+  for (int q = 0; q < Q; ++q) old.push_back(old_rank(method, q, Q, 90));
+  const std::string path = write_checkpoint(old, method);
+  SparsifyHook hook(make_sparsifier(method, options()), options());
   ASSERT_TRUE(restore_sparsify_state(hook, path, comm));
   auto& micro = dynamic_cast<Micro&>(hook.sparsifier());
   for (size_t b = 0; b < kSizes.size(); ++b) {
@@ -145,11 +153,24 @@ TEST(ResumeOnAnotherWorld, MicroResidualsAndRuleFollowTheNewRanks) {
     }
     // The threshold carries over; the partitions are the new world's.
     EXPECT_EQ(micro.threshold(id), old[0].thresholds[b]);
+    // MiCRO: equal partitions; ExDyna: P block-aligned partitions that tile the bucket
+    // (near-equal block counts, as for a fresh bucket), its move count carried over.
+    auto* exdyna = dynamic_cast<ExDyna*>(&micro);
+    int64_t next = 0;
     for (int p = 0; p < P; ++p) {
-      const part::Range want_range = part::equal_partition(n, P, p);
       const part::Range got_range = micro.partition(id, p);
-      EXPECT_EQ(got_range.begin, want_range.begin);
-      EXPECT_EQ(got_range.end, want_range.end);
+      if (!exdyna) {
+        const part::Range want_range = part::equal_partition(n, P, p);
+        EXPECT_EQ(got_range.begin, want_range.begin);
+        EXPECT_EQ(got_range.end, want_range.end);
+      }
+      EXPECT_EQ(got_range.begin, next) << "partition " << p;
+      next = got_range.end;
+    }
+    EXPECT_EQ(next, n);
+    if (exdyna) {
+      EXPECT_EQ(exdyna->block_counts(id).size(), static_cast<size_t>(P));
+      EXPECT_EQ(exdyna->moves(id), old[0].moves[b]);
     }
   }
   // The exchange goes on at this world size, with the residual folded in.
@@ -167,11 +188,13 @@ TEST(ResumeOnAnotherWorld, MicroResidualsAndRuleFollowTheNewRanks) {
   if (r == 0) std::filesystem::remove(path);
 }
 
-TEST(ResumeOnAnotherWorld, RuleStateThatDiffersBetweenRanksIsRefused) {
+INSTANTIATE_TEST_SUITE_P(Methods, ResumeOnAnotherWorld, ::testing::Values("micro", "exdyna"));
+
+TEST(ResumeOnAnotherWorldRefusal, RuleStateThatDiffersBetweenRanksIsRefused) {
   Communicator& comm = world();
   const int Q = other_world();
   std::vector<OldRank> old;
-  for (int q = 0; q < Q; ++q) old.push_back(old_rank(q, Q, q == 1 ? 1 : 90));
+  for (int q = 0; q < Q; ++q) old.push_back(old_rank("micro", q, Q, q == 1 ? 1 : 90));
   const std::string path = write_checkpoint(old, "differs");
   SparsifyHook hook(make_sparsifier("micro", options()), options());
   try {

@@ -6,18 +6,22 @@
 
 #include "core/ops.h"
 #ifdef SPARSETRAIN_WITH_CUDA
+#include "core/cuda/half.h"
 #include "core/cuda/stream.h"
 #endif
 
 namespace st {
 
 void AllreduceHook::exchange(const Bucket&, Tensor& grads, Communicator& comm, int64_t) {
-  if (wire_ != Precision::F32) return exchange_16bit(grads, comm);
-  comm.allreduce(grads, ReduceOp::Sum);
-  scale_inplace(grads, 1.0f / static_cast<float>(comm.size()));
+  if (wire_ != Precision::F32) {
+    exchange_16bit(grads, comm);
+  } else {
+    comm.allreduce(grads, ReduceOp::Sum);
+    scale_inplace(grads, 1.0f / static_cast<float>(comm.size()));
+  }
 #ifdef SPARSETRAIN_WITH_CUDA
-  // The scaling ran on this (communication) thread's stream; the optimiser runs on the
-  // compute stream after finalize(), so finish it here.
+  // The scaling (or the 16-bit sum) ran on this (communication) thread's stream; the
+  // optimiser runs on the compute stream after finalize(), so finish it here.
   if (grads.device().is_cuda()) cuda::context(grads.device().index).synchronize();
 #endif
 }
@@ -30,18 +34,36 @@ void AllreduceHook::exchange(const Bucket&, Tensor& grads, Communicator& comm, i
 // order, so all ranks hold bit-identical results: sum_r round16(g_r / P). Received
 // bytes per rank are 2n(P-1), against about 8n(P-1)/P for a ring fp32 allreduce: less
 // for P < 4, more beyond (a reduce-scatter in 16 bits would need a custom MPI_Op).
+// CUDA gradients take the same steps on the device, the allgather over NCCL (which could
+// sum 16-bit values itself, but in an order of its own; this way both devices compute
+// one formula and every rank holds the same bits).
+namespace {
+// The 16-bit conversions on the gradient's device (core/kernels/half.h, core/cuda/half.h).
+void pack_half_on(Precision p, const Tensor& g, float scale, uint16_t* out) {
+#ifdef SPARSETRAIN_WITH_CUDA
+  if (g.device().is_cuda()) return cuda::pack_half(p, g.f32(), scale, out, g.numel());
+#endif
+  cpu::pack_half(p, g.f32(), scale, out, g.numel());
+}
+
+void add_half_on(Precision p, const uint16_t* in, Tensor& g) {
+#ifdef SPARSETRAIN_WITH_CUDA
+  if (g.device().is_cuda()) return cuda::add_half(p, in, g.f32(), g.numel());
+#endif
+  cpu::add_half(p, in, g.f32(), g.numel());
+}
+}  // namespace
+
 void AllreduceHook::exchange_16bit(Tensor& grads, Communicator& comm) const {
-  ST_CHECK(grads.device().is_cpu(), "--comm-dtype ", precision_name(wire_),
-           " is implemented for CPU gradients only, got ", grads.str());
   const int64_t n = grads.numel(), words = (n + 1) / 2, p = comm.size();
-  Tensor mine = Tensor::zeros({words}, DType::I32);
-  auto* half = reinterpret_cast<uint16_t*>(mine.raw());
-  cpu::pack_half(wire_, grads.f32(), 1.0f / static_cast<float>(p), half, n);
-  Tensor all = Tensor::empty({p * words}, DType::I32);
+  const Device device = grads.device();
+  Tensor mine = Tensor::zeros({words}, DType::I32, device);
+  pack_half_on(wire_, grads, 1.0f / static_cast<float>(p), static_cast<uint16_t*>(mine.raw()));
+  Tensor all = Tensor::empty({p * words}, DType::I32, device);
   comm.allgather(mine, all);
   grads.zero();
-  const auto* received = reinterpret_cast<const uint16_t*>(all.raw());
-  for (int64_t r = 0; r < p; ++r) cpu::add_half(wire_, received + r * 2 * words, grads.f32(), n);
+  const auto* received = static_cast<const uint16_t*>(all.raw());
+  for (int64_t r = 0; r < p; ++r) add_half_on(wire_, received + r * 2 * words, grads);
 }
 
 Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHook> hook,

@@ -1,9 +1,14 @@
 // Linear on CUDA with cuBLAS. cuBLAS is column-major; a row-major [r, c] matrix is the
 // column-major [c, r] matrix with leading dimension c, so each row-major product
 // C = A B is issued as the column-major C^T = B^T A^T (operands swapped).
+// --precision bf16|fp16: both operands of each product are rounded to 16-bit copies (the
+// CPU path's rounding, core/kernels/half_math.h) and cuBLAS multiplies them with fp32
+// accumulation into the fp32 result (cublasGemmEx, CUBLAS_COMPUTE_32F).
+#include <algorithm>
 #include <climits>
 
 #include "core/cuda/check.h"
+#include "core/cuda/half.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/stream.h"
 #include "core/cuda/tensor_check.h"
@@ -26,6 +31,30 @@ __global__ void column_sum_accumulate_kernel(const float* dy, float* db, int64_t
     db[j] += s;
   }
 }
+
+// C = alpha op(A) op(B) + beta C, column-major, A and B holding a_n and b_n floats; in
+// fp32 cublasSgemm, in bf16/fp16 on 16-bit copies of A and B.
+struct Gemm {
+  cublasHandle_t handle;
+  Precision precision;
+  Device device;
+  void operator()(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
+                  const float* a, int lda, int64_t a_n, const float* b, int ldb, int64_t b_n,
+                  float beta, float* c, int ldc) const {
+    if (precision == Precision::F32) {
+      ST_CUBLAS_CHECK(cublasSgemm(handle, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc));
+      return;
+    }
+    const Storage ah(static_cast<size_t>(std::max<int64_t>(a_n, 1)) * 2, device);
+    const Storage bh(static_cast<size_t>(std::max<int64_t>(b_n, 1)) * 2, device);
+    cuda::pack_half(precision, a, 1.0f, static_cast<uint16_t*>(ah.data()), a_n);
+    cuda::pack_half(precision, b, 1.0f, static_cast<uint16_t*>(bh.data()), b_n);
+    const cudaDataType_t type = precision == Precision::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    ST_CUBLAS_CHECK(cublasGemmEx(handle, ta, tb, m, n, k, &alpha, ah.data(), type, lda, bh.data(),
+                                 type, ldb, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
+  }
+};
 
 int blas_dim(const Layer& layer, int64_t d) {
   ST_CHECK(d <= INT_MAX, layer.describe(), ": extent ", d, " exceeds cuBLAS's int range");
@@ -54,8 +83,9 @@ Tensor Linear::forward_cuda(const Tensor& x) {
   // y^T [out, n] = W [out, in] x^T [in, n]; W row-major is W^T column-major, hence OP_T.
   const float one = 1.0f, beta = bias_ ? 1.0f : 0.0f;
   const int m = blas_dim(*this, out_), nn = blas_dim(*this, n), k = blas_dim(*this, in_);
-  ST_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, nn, k, &one,
-                              weight_->value.f32(), k, x.f32(), k, &beta, y.f32(), m));
+  const Gemm gemm{ctx.cublas(), precision_, device};
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, m, nn, k, one, weight_->value.f32(), k, weight_->value.numel(),
+       x.f32(), k, x.numel(), beta, y.f32(), m);
   return y;
 }
 
@@ -71,9 +101,10 @@ Tensor Linear::backward_cuda(const Tensor& dy) {
   const float one = 1.0f, zero = 0.0f;
   const int m = blas_dim(*this, out_), nn = blas_dim(*this, n), k = blas_dim(*this, in_);
   // dW [out, in] += dy^T x: column-major dW^T [in, out] = x^T [in, n] dy [n, out].
+  const Gemm gemm{ctx.cublas(), precision_, device};
   if (n > 0)
-    ST_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, k, m, nn, &one, x_.f32(), k,
-                                dy.f32(), m, &one, weight_->grad.f32(), k));
+    gemm(CUBLAS_OP_N, CUBLAS_OP_T, k, m, nn, one, x_.f32(), k, x_.numel(), dy.f32(), m, dy.numel(),
+         one, weight_->grad.f32(), k);
   if (!tied_) weight_->mark_grad_ready();
   if (bias_) {
     cuda::expect_on(describe(), "bias gradient", bias_->grad, device);
@@ -85,8 +116,8 @@ Tensor Linear::backward_cuda(const Tensor& dy) {
   // dx [n, in] = dy W: column-major dx^T [in, n] = W^T [in, out] dy^T [out, n].
   Tensor dx = Tensor::empty(x_.shape(), DType::F32, device);
   if (n > 0)
-    ST_CUBLAS_CHECK(cublasSgemm(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, k, nn, m, &one,
-                                weight_->value.f32(), k, dy.f32(), m, &zero, dx.f32(), k));
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, k, nn, m, one, weight_->value.f32(), k, weight_->value.numel(),
+         dy.f32(), m, dy.numel(), zero, dx.f32(), k);
   return dx;
 }
 

@@ -2,8 +2,8 @@
 # The acceptance run for a machine with NVIDIA GPUs: builds with CUDA, runs every GPU test
 # with SPARSETRAIN_REQUIRE_GPU=1 (a skip is then a failure: each device op against its CPU
 # twin), then trains 50 iterations of ResNet-20 on the CPU and on CUDA from the same seed
-# for dense, micro, exdyna, sidco-e and topk, and the LSTM language model, and compares the
-# loss curves. Prints a one-screen verdict; exit 0 only when every line passed.
+# for dense, micro, exdyna, sidco-e and topk, dense in bf16 and fp16, and the LSTM
+# language model, and compares the loss curves. Prints a one-screen verdict; exit 0 only when every line passed.
 #   scripts/gpu_check.sh [BUILD_DIR]        (default build-gpu)
 # Without a GPU it stops at once with one line saying so.
 #
@@ -73,6 +73,16 @@ for method in none micro exdyna sidco-e topk; do
   name="resnet20-$method"
   if train cpu "$name" "${image[@]}" --sparsifier "$method" &&
      train cuda "$name" "${image[@]}" --sparsifier "$method"; then
+    detail=$(compare "$name") && record "$name" ok "$detail" || record "$name" FAIL "$detail"
+  else
+    record "$name" FAIL "$(tail -n 1 "$out/$name-cuda.log")"
+  fi
+done
+# Mixed precision: bf16 and fp16 (loss scaling) on both devices, the same 2% bound.
+for precision in bf16 fp16; do
+  name="resnet20-$precision"
+  if train cpu "$name" "${image[@]}" --precision "$precision" &&
+     train cuda "$name" "${image[@]}" --precision "$precision"; then
     detail=$(compare "$name") && record "$name" ok "$detail" || record "$name" FAIL "$detail"
   else
     record "$name" FAIL "$(tail -n 1 "$out/$name-cuda.log")"

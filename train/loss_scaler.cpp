@@ -5,6 +5,7 @@
 
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "core/ops.h"
 #include "train/checkpoint.h"
 
 namespace st {
@@ -17,17 +18,23 @@ LossScaler::LossScaler(LossScalerOptions o) : o_(o), scale_(o.init_scale) {
 }
 
 bool LossScaler::unscale_and_check(Tensor& grads, Communicator& comm) {
-  ST_CHECK(grads.device().is_cpu(), "loss scaling needs the gradient on the CPU, got ",
-           grads.str());
-  float* g = grads.f32();
-  const int64_t n = grads.numel();
   const float inv = static_cast<float>(1.0 / scale_);
-  // inf * 0 is NaN, so the product of the whole buffer would hide nothing; count instead.
   int64_t bad = 0;
+  if (grads.device().is_cpu()) {
+    float* g = grads.f32();
+    const int64_t n = grads.numel();
+    // inf * 0 is NaN, so the product of the whole buffer would hide nothing; count instead.
 #pragma omp parallel for reduction(+ : bad)
-  for (int64_t i = 0; i < n; ++i) {
-    g[i] *= inv;
-    bad += std::isfinite(g[i]) ? 0 : 1;
+    for (int64_t i = 0; i < n; ++i) {
+      g[i] *= inv;
+      bad += std::isfinite(g[i]) ? 0 : 1;
+    }
+  } else {
+    // On a device: one scaling pass and one reduction (core/ops.h). The sum of squares is
+    // accumulated in double, where no float squared overflows, so it is finite exactly
+    // when every element is.
+    scale_inplace(grads, inv);
+    bad = std::isfinite(sum_squares(grads)) ? 0 : 1;
   }
   // The dense exchange already carries an inf to every rank; the allreduce makes the
   // decision collective whatever the exchange did.

@@ -28,8 +28,8 @@ class LossScaler {
   explicit LossScaler(LossScalerOptions o = {});
   // The factor backward's loss gradient is multiplied by.
   float scale() const { return static_cast<float>(scale_); }
-  // Divides `grads` (the exchanged gradient, a CPU float tensor) by the scale and checks
-  // it is finite on every rank (one allreduce over `comm`; all ranks then agree).
+  // Divides `grads` (the exchanged gradient, a float tensor on either device) by the
+  // scale and checks it is finite on every rank (one allreduce over `comm`; all ranks then agree).
   // Returns true when the optimiser may step; false means an overflow: the step is
   // skipped and the scale lowered.
   bool unscale_and_check(Tensor& grads, Communicator& comm);

@@ -6,12 +6,8 @@
 
 namespace st {
 
-MixedPrecision::MixedPrecision(const TrainConfig& c, Layer& model, Device device)
+MixedPrecision::MixedPrecision(const TrainConfig& c, Layer& model)
     : precision_(parse_precision(c.precision, "--precision")) {
-  ST_CHECK(precision_ == Precision::F32 || device.is_cpu(), "--precision ", c.precision,
-           " is not implemented for --device cuda yet (cuDNN/cuBLAS half paths); use fp32");
-  ST_CHECK(parse_precision(c.comm_dtype, "--comm-dtype") == Precision::F32 || device.is_cpu(),
-           "--comm-dtype ", c.comm_dtype, " is not implemented for --device cuda yet; use fp32");
   if (precision_ != Precision::F32) set_model_precision(model, precision_);
   // bf16 keeps fp32's exponent range: gradients neither overflow nor flush to zero more
   // than in fp32, so it trains unscaled (as PyTorch's bf16 autocast does).

@@ -1,14 +1,13 @@
 // The training loop's side of --precision and --comm-dtype (docs/PRECISION.md): it sets
-// the model's Conv2d/Linear precision, refuses what is not implemented (16-bit on CUDA),
-// and for fp16 owns the dynamic loss scaler: the loss gradient is multiplied by the
-// scale, the exchanged gradient divided by it, and an overflowed step is skipped.
+// the model's Conv2d/Linear precision (on either device), and for fp16 owns the dynamic
+// loss scaler: the loss gradient is multiplied by the scale, the exchanged gradient
+// divided by it, and an overflowed step is skipped.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
 
-#include "core/device.h"
 #include "core/kernels/half.h"
 #include "layers/layer.h"
 #include "train/loss_scaler.h"
@@ -21,7 +20,7 @@ class Communicator;
 
 class MixedPrecision {
  public:
-  MixedPrecision(const TrainConfig& c, Layer& model, Device device);
+  MixedPrecision(const TrainConfig& c, Layer& model);
   Precision precision() const { return precision_; }
   // The factor the loss gradient is multiplied by before backward (1 without fp16).
   float loss_scale() const { return scaler_ ? scaler_->scale() : 1.0f; }

@@ -242,7 +242,7 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
       quiet_(c.quiet || comm.rank() != 0),
       tty_(isatty(STDERR_FILENO)),
       flat_(task.model(), task.device()),
-      precision_(c, task.model(), task.device()),
+      precision_(c, task.model()),
       optimizer_(make_optimizer(c.optimizer, flat_.params(), optimizer_options(c))),
       trace_(comm.rank()) {
   broadcast_model(task_.model(), flat_, comm_);

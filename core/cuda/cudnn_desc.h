@@ -1,4 +1,5 @@
-// RAII owners for the cuDNN descriptors the layers use (float32, NCHW). cuDNN takes
+// RAII owners for the cuDNN descriptors the layers use (NCHW; float32 unless a layer in
+// mixed precision asks for bf16 or fp16 data). cuDNN takes
 // int extents, so each setter checks that a dimension fits before narrowing.
 #pragma once
 
@@ -24,10 +25,10 @@ class TensorDesc {
   TensorDesc(const TensorDesc&) = delete;
   TensorDesc& operator=(const TensorDesc&) = delete;
 
-  void set(int64_t n, int64_t c, int64_t h, int64_t w) {
-    ST_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                              cudnn_dim(n, "N"), cudnn_dim(c, "C"),
-                                              cudnn_dim(h, "H"), cudnn_dim(w, "W")));
+  void set(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+    ST_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, type, cudnn_dim(n, "N"),
+                                              cudnn_dim(c, "C"), cudnn_dim(h, "H"),
+                                              cudnn_dim(w, "W")));
   }
   cudnnTensorDescriptor_t get() const { return d_; }
 
@@ -42,10 +43,11 @@ class FilterDesc {
   FilterDesc(const FilterDesc&) = delete;
   FilterDesc& operator=(const FilterDesc&) = delete;
 
-  void set(int64_t cout, int64_t cin, int64_t kh, int64_t kw) {
-    ST_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                              cudnn_dim(cout, "Cout"), cudnn_dim(cin, "Cin"),
-                                              cudnn_dim(kh, "KH"), cudnn_dim(kw, "KW")));
+  void set(int64_t cout, int64_t cin, int64_t kh, int64_t kw,
+           cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+    ST_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d_, type, CUDNN_TENSOR_NCHW, cudnn_dim(cout, "Cout"),
+                                              cudnn_dim(cin, "Cin"), cudnn_dim(kh, "KH"),
+                                              cudnn_dim(kw, "KW")));
   }
   cudnnFilterDescriptor_t get() const { return d_; }
 
@@ -60,7 +62,8 @@ class ConvDesc {
   ConvDesc(const ConvDesc&) = delete;
   ConvDesc& operator=(const ConvDesc&) = delete;
 
-  // Cross-correlation (what deep-learning frameworks call convolution), float accumulate.
+  // Cross-correlation (what deep-learning frameworks call convolution), float accumulate
+  // whatever the data type (cuDNN's "pseudo" half and bfloat16 configurations).
   void set(int pad, int stride) {
     ST_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d_, pad, pad, stride, stride, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));

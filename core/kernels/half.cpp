@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/kernels/half_math.h"
 #include "core/parallel.h"
 
 namespace st {
@@ -29,21 +30,11 @@ Precision parse_precision(const std::string& name, const char* flag) {
 namespace cpu {
 
 uint16_t float_to_bf16(float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  // NaN stays a (quiet) NaN; truncation alone could turn it into an infinity.
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  // Round to nearest, ties to even: add half an ulp of the kept part (minus one when the
-  // kept part is even) and truncate. Values past bf16's largest finite become +-inf.
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
+  return half_math::float_to_bf16(v);
 }
 
 float bf16_to_float(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float v;
-  std::memcpy(&v, &u, 4);
-  return v;
+  return half_math::bf16_to_float(h);
 }
 
 // F16C (every x86-64 CPU since 2012): exact IEEE conversions in hardware.

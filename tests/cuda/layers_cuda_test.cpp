@@ -269,6 +269,42 @@ TEST(CudaVsCpu, SmallNetworkTrainingStep) {
   compare_layer(make, {4, 3, 8, 8}, kConvTol);
 }
 
+// --precision bf16|fp16: both devices round the operands alike (core/kernels/half_math.h
+// on both for bf16; IEEE round-to-nearest-even instructions for fp16) and accumulate in
+// fp32; cuDNN also stores its output in 16 bits before widening, the CPU's oneDNN bf16
+// kernel does not, so the bound is a few 16-bit ulps of the largest values.
+const Tol kHalfTol[] = {{0, 0}, {3e-2, 2e-2}, {1e-2, 1e-2}};  // by Precision: -, bf16, fp16
+
+TEST(CudaVsCpu, Conv2dInMixedPrecisionMatchesTheCpu) {
+  ST_REQUIRE_CUDA_DEVICE();
+  for (Precision p : {Precision::BF16, Precision::F16}) {
+    SCOPED_TRACE(precision_name(p));
+    compare_layer(
+        [p] {
+          Rng rng(21);
+          auto conv = std::make_unique<Conv2d>(4, 8, 3, 1, 1, true, rng);
+          conv->set_precision(p);
+          return conv;
+        },
+        {2, 4, 9, 9}, kHalfTol[static_cast<int>(p)]);
+  }
+}
+
+TEST(CudaVsCpu, LinearInMixedPrecisionMatchesTheCpu) {
+  ST_REQUIRE_CUDA_DEVICE();
+  for (Precision p : {Precision::BF16, Precision::F16}) {
+    SCOPED_TRACE(precision_name(p));
+    compare_layer(
+        [p] {
+          Rng rng(22);
+          auto fc = std::make_unique<Linear>(33, 12, true, rng);
+          fc->set_precision(p);
+          return fc;
+        },
+        {6, 33}, kHalfTol[static_cast<int>(p)]);
+  }
+}
+
 TEST(CudaVsCpu, SoftmaxCrossEntropy) {
   ST_REQUIRE_CUDA_DEVICE();
   Rng rng(13);

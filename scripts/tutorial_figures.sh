@@ -116,15 +116,20 @@ page4() {
 SMALL=(--arch small_cnn "${DATA[@]}" --threads 1 --lr 0.05)
 
 page5() {
-  say 5 "Top-k with error feedback against Random-k and dense"
+  say 5 "Top-k with and without error feedback against Random-k and dense"
   local iters
   iters=$(long 200 20)
   for sp in none topk randomk; do
     "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --sparsifier "$sp" --density 0.01 \
       --max-iters "$iters" --out "$runs/p5_$sp"
   done
-  $PY scripts/plot.py dense="$runs/p5_none" topk="$runs/p5_topk" randomk="$runs/p5_randomk" \
-    --smooth 10 -o "$img/05-topk-randomk.png"
+  for sp in topk randomk; do
+    "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --sparsifier "$sp" --density 0.01 --sp ef=off \
+      --max-iters "$iters" --out "$runs/p5_${sp}_no_ef"
+  done
+  $PY scripts/plot.py dense="$runs/p5_none" topk="$runs/p5_topk" \
+    "topk, no EF=$runs/p5_topk_no_ef" randomk="$runs/p5_randomk" \
+    "randomk, no EF=$runs/p5_randomk_no_ef" --smooth 10 -o "$img/05-topk-randomk.png"
 }
 
 page6() {

@@ -232,7 +232,7 @@ std::vector<SparsifierInfo> baselines() {
 
 }  // namespace
 
-// The method's own keys, and the hook's (scope, min_tensor), which every method accepts
+// The method's own keys, and the hook's (scope, min_tensor, ef), which every method accepts
 // and SparsifyHook reads; each part is checked against its own declaration.
 SpValues SparsifierInfo::values(const SparsifierOptions& options) const {
   std::map<std::string, std::string> own, hook;
@@ -241,7 +241,7 @@ SpValues SparsifierInfo::values(const SparsifierOptions& options) const {
     for (const SpKey& k : SparsifyHook::keys()) is_hook = is_hook || k.name == key;
     (is_hook ? hook : own)[key] = value;
   }
-  SpValues(name, SparsifyHook::keys(), hook);  // throws for a bad scope or min_tensor
+  SpValues(name, SparsifyHook::keys(), hook);  // throws for a bad scope, min_tensor or ef
   return SpValues(name, keys, own);
 }
 

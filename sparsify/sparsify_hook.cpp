@@ -94,9 +94,15 @@ const std::vector<SpKey>& SparsifyHook::keys() {
                         "where an index-selection method selects: bucket (each reducer bucket) "
                         "or tensor (each tensor of a bucket, layer-wise)");
     scope.words = {{"bucket", 0}, {"tensor", 1}};
+    SpKey ef = whole("ef", 1, "[0, 1]",
+                     "error feedback: on keeps what was not sent for the next step (x = g + e); "
+                     "off drops it (the compressor alone, for ablations)");
+    ef.words = {{"off", 0}, {"on", 1}};
     return std::vector<SpKey>{
-        scope, whole("min_tensor", 1024, "[0, inf)",
-                     "scope=tensor: tensors with fewer elements are sent whole (dense)")};
+        scope,
+        whole("min_tensor", 1024, "[0, inf)",
+              "scope=tensor: tensors with fewer elements are sent whole (dense)"),
+        ef};
   }();
   return k;
 }
@@ -116,6 +122,7 @@ SparsifyHook::SparsifyHook(SparsifierPtr sparsifier, SparsifierOptions options,
   const SpValues v(sparsifier_->name(), keys(), mine);
   scope_ = static_cast<SelectScope>(v.get_int("scope"));
   min_tensor_ = v.get_int("min_tensor");
+  error_feedback_ = v.get_int("ef") == 1;
   if (scope_ == SelectScope::Tensor) {
     const Sparsifier& sp = *sparsifier_;
     const ExchangePattern p = sp.pattern();
@@ -349,6 +356,9 @@ void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& c
   st.exchange_ms = t.ms();
   st.actual_density = static_cast<double>(st.global_count) / static_cast<double>(n);
   st.residual_norm = std::sqrt(ops.stats(b.x, {0, n}).sum_sq);
+  // --sp ef=off: what was not sent (its norm is still reported) is dropped, so the next
+  // step selects from its own gradient alone.
+  if (!error_feedback_) ops.fill(b.x, {0, n}, 0.0f);
   st.total_ms = total.ms();
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.push_back(st);

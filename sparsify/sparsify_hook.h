@@ -3,7 +3,7 @@
 //   selection = sparsifier.select_on(x)      (the method)
 //   exchange by the sparsifier's pattern     (union-allreduce, allgather-sum, ...)
 //   bucket grads = aggregated result / P     (what every rank applies)
-//   residual = x - what this rank contributed
+//   residual = x - what this rank contributed (zero with --sp ef=off)
 // Every pass over bucket data and every collective on it is a bulk::Ops call on the
 // bucket's device (one Ops per hook, sparsify/bulk/bulk_ops.h): the hook itself moves
 // only the few scalars the rules need (counts, thresholds) to the host, so the same
@@ -52,9 +52,10 @@ struct SparsifyStats {
   double ef_ms = 0, select_ms = 0, partition_ms = 0, estimate_ms = 0;
   double pack_ms = 0, comm_ms = 0, decode_ms = 0, update_ms = 0;
   double exchange_ms = 0, total_ms = 0;
-  double residual_norm = 0;  // L2 norm of this rank's residual after the update
-  int64_t bytes_sent = 0;    // payload this rank put on the wire
-  bool dense = false;        // dense warm-up iteration
+  double residual_norm =
+      0;  // L2 norm of this rank's residual after the update (--sp ef=off: of what was dropped)
+  int64_t bytes_sent = 0;  // payload this rank put on the wire
+  bool dense = false;      // dense warm-up iteration
 };
 
 // Gives a sparsifier a side input per bucket (SelectContext::aux_buffer): a tensor of
@@ -171,6 +172,7 @@ class SparsifyHook : public BucketHook {
   SparsifierOptions opt_;
   SelectScope scope_ = SelectScope::Bucket;
   int64_t min_tensor_ = 0;
+  bool error_feedback_ = true;  // --sp ef
   AuxProvider aux_;
   int64_t dense_warmup_;
   std::map<int, BucketState> state_;

@@ -293,6 +293,55 @@ TEST(Sparsify, TopkBuildUpExceedsUserDensity) {
   }
 }
 
+// --sp ef=off: nothing is kept between steps. Each step's selection is the top-k of
+// that step's gradient alone, the residual stays zero, and the statistics report the
+// norm of what was dropped; with the default (ef=on) the dropped part comes back.
+TEST(ErrorFeedbackOff, EachStepSelectsFromItsOwnGradientAlone) {
+  Communicator& c = world();
+  SparsifierOptions off;
+  off.density = 0.05;
+  off.params["ef"] = "off";
+  SparsifierOptions on = off;
+  on.params["ef"] = "on";
+  SparsifyHook without(make_sparsifier("topk", off), off), with(make_sparsifier("topk", on), on);
+  Bucket bucket;
+  bucket.numel = 2000;
+  for (int64_t t = 0; t < 3; ++t) {
+    const Tensor g = gradient(bucket.numel, c.rank(), t, 0);
+    // The k = 100 largest |g| of this step, as an independent reference.
+    std::vector<int32_t> order(static_cast<size_t>(bucket.numel));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return std::abs(g.f32()[a]) > std::abs(g.f32()[b]);
+    });
+    const std::set<int32_t> top(order.begin(), order.begin() + 100);
+    Tensor a = g.clone(), b = g.clone();
+    without.exchange(bucket, a, c, t);
+    with.exchange(bucket, b, c, t);
+    // Dropped: x outside the positions this rank sent (the union of the ranks' top-k).
+    const std::vector<int32_t> sent = without.last_result_indices(0);
+    const std::set<int32_t> sent_set(sent.begin(), sent.end());
+    double dropped = 0;
+    for (int64_t i = 0; i < bucket.numel; ++i)
+      if (!sent_set.count(static_cast<int32_t>(i))) dropped += double(g.f32()[i]) * g.f32()[i];
+    const Selection sel = without.last_selection(0);
+    EXPECT_EQ(std::set<int32_t>(sel.indices.begin(), sel.indices.end()), top) << "step " << t;
+    const std::vector<float> r = without.residual(0).to_vector();
+    EXPECT_TRUE(std::all_of(r.begin(), r.end(), [](float v) { return v == 0.0f; })) << t;
+    const SparsifyStats st = without.take_stats().at(0);
+    EXPECT_NEAR(st.residual_norm, std::sqrt(dropped), 1e-4 * std::sqrt(dropped)) << t;
+    const SparsifyStats kept = with.take_stats().at(0);
+    EXPECT_GT(kept.residual_norm, 0.0);
+    if (t > 0) {
+      // With the residual, earlier steps' skipped values change what is chosen.
+      const Selection w = with.last_selection(0);
+      EXPECT_NE(std::set<int32_t>(w.indices.begin(), w.indices.end()), top) << t;
+    }
+  }
+  off.params["ef"] = "sometimes";
+  EXPECT_THROW(make_sparsifier("topk", off), Error);
+}
+
 TEST(Sparsify, UnknownNameAndKeyAreClearErrors) {
   SparsifierOptions opt;
   EXPECT_THROW(make_sparsifier("topq", opt), Error);

@@ -35,7 +35,7 @@ case $page in
        { echo "FAIL page 3: the finer plan must have 7 buckets" >&2; fail=1; } ;;
   4) finished p4_naive p4_no_overlap p4_overlap
      need img/04-no-overlap-timeline.png img/04-overlap-timeline.png img/04-step-breakdown.png ;;
-  5) finished p5_none p5_topk p5_randomk; need img/05-topk-randomk.png ;;
+  5) finished p5_none p5_topk p5_topk_no_ef p5_randomk p5_randomk_no_ef; need img/05-topk-randomk.png ;;
   6) finished p6_topk_np1 p6_topk_np2 p6_topk_np4 p6_micro_np4 p6_micro_fast_np4
      need img/06-build-up.png ;;
   7) finished p7_exdyna_np4 p7_sidco_e_np4; need img/07-balance-sidco.png ;;

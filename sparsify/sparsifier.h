@@ -51,7 +51,9 @@ struct SelectContext {
   const float* aux = nullptr;     // n floats from the hook's aux provider (VGC: sq-grads)
   std::vector<int64_t> segments;  // start offsets of the bucket's tensors, ascending
   std::vector<int64_t> rows;      // each segment's first dimension (1 for a vector)
-  // The same side inputs as buffers on the bulk device (Sparsifier::select_on).
+  // The same side inputs as buffers on the bulk device (Sparsifier::select_on), n
+  // elements each. The hook sets only these; the adapters for methods that are not
+  // device_ready() download them into `grad` / `aux` for the host forms.
   const bulk::Buffer* grad_buffer = nullptr;
   const bulk::Buffer* aux_buffer = nullptr;
 };
@@ -113,6 +115,9 @@ struct ExchangeFeedback {
   // its average); null for the other patterns.
   const float* summed = nullptr;
   int64_t summed_size = 0;
+  // The same sum as a buffer on the bulk device (device-ready methods read this one;
+  // `summed` is filled only for methods that are not device_ready()).
+  const bulk::Buffer* summed_buffer = nullptr;
 };
 
 // Options from the command line: --density, --seed and --sp key=value pairs. The pairs
@@ -177,6 +182,24 @@ class Sparsifier {
   // is x - decode(own), exact because decode is linear in the second message).
   virtual void second_message(const SelectContext& /*ctx*/, const float* /*x*/, int64_t /*n*/,
                               const float* /*first_sum*/, std::vector<float>& /*out*/) {}
+
+  // --- Device forms of the extensions: what the hook calls. Each one takes and gives
+  // buffers on `ops`'s device, like select_on(); a device-ready method that packs, works
+  // in a transform domain or is low-rank overrides the ones it uses. The defaults adapt
+  // the host forms above on CPU buffers (a download, the host call, an upload).
+  // unpack() of one rank's message: the `count` words of `words` from `offset`; fills
+  // out.indices and out.values (as many as indices), never out.packed.
+  virtual void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
+                         const bulk::Buffer& words, int64_t offset, int64_t count,
+                         DeviceSelection& out) const;
+  // decode(): `coeffs` (the coefficient vector, or the low-rank second message) to the n
+  // bucket positions; `out` is resized to n F32.
+  virtual void decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs,
+                         int64_t n, bulk::Buffer& out);
+  // second_message(): from x (n = x.size()) and the summed first message; `out` is resized
+  // to the second message's length (F32).
+  virtual void second_message_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                                 const bulk::Buffer& first_sum, bulk::Buffer& out);
 };
 
 using SparsifierPtr = std::unique_ptr<Sparsifier>;

@@ -54,6 +54,11 @@ struct Stats {
   float abs_max = 0;
 };
 
+// Smallest and largest entry of an index buffer (Ops::index_bounds).
+struct IndexBounds {
+  int64_t min = 0, max = -1;
+};
+
 // The interface. Ranges are [begin, end) inside the buffer; indices are int32 positions
 // in the buffer they refer to. Every call may return before the device has finished,
 // except those that return host values (they wait).
@@ -128,6 +133,28 @@ class Ops {
   // Method-specific bulk passes (quantisers, SIDCo's stage moments, transforms, dense
   // algebra) follow in their own sections below, each with its per-element formula in
   // an ST_HD header.
+
+  // --- Exchange extras (what SparsifyHook's patterns need beyond the calls above) ---
+  // out = the ranks' `in` concatenated in rank order; every rank passes the same
+  // in.size() (the union pattern's index gather, padded to the largest count).
+  virtual void allgather(Communicator& comm, const Buffer& in, Buffer& out) = 0;
+  // y[idx[j]] += a * vals[j] for j = 0, 1, ... in that order (repeated positions add up
+  // in index order, so the result is bit-exact across implementations). With a = -1 this
+  // takes a rank's own contribution out of its residual: x - v exactly.
+  virtual void scatter_axpy(float a, const Buffer& idx, const Buffer& vals, Buffer& y) = 0;
+  // idx[j] += delta for every entry (I32): positions in a tensor of a bucket become
+  // positions in the bucket.
+  virtual void offset_indices(Buffer& idx, int32_t delta) = 0;
+  // The smallest and largest entry of an I32 buffer (host values; the call waits). An
+  // empty buffer gives {0, -1}. The hook checks received positions with it.
+  virtual IndexBounds index_bounds(const Buffer& idx) = 0;
+  // Do a and b hold the same elements, bit for bit (same size and type)? Host value.
+  virtual bool same_bits(const Buffer& a, const Buffer& b) = 0;
+  // For the `count` positions of idx from `begin` (I32): how many fall in each segment
+  // [segments[j], segments[j+1]) (the last one open-ended); segments ascending, starting
+  // at 0. Host values (tensor scope's per-tensor feedback).
+  virtual std::vector<int64_t> segment_counts(const Buffer& idx, int64_t begin, int64_t count,
+                                              const std::vector<int64_t>& segments) = 0;
 
  protected:
   // Implementations reach memory through these (a Buffer's size is in elements).

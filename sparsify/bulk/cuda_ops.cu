@@ -1,5 +1,5 @@
-// CudaOps: memory, element-wise passes, gather/scatter, collectives and the factory.
-// Selection, statistics and unions are in cuda_ops_select.cu.
+// CudaOps: memory, element-wise passes, gather/scatter and the factory. Selection,
+// statistics and unions are in cuda_ops_select.cu, collectives in cuda_ops_comm.cu.
 #include "sparsify/bulk/cuda_ops.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "comm/communicator.h"
 #include "sparsify/bulk/cuda_ops_detail.cuh"
 
 namespace st::bulk {
@@ -15,10 +14,6 @@ namespace st::bulk {
 namespace {
 
 using detail::launch;
-
-DType dtype_for(Elem e) {
-  return e == Elem::F32 ? DType::F32 : DType::I32;
-}
 
 __global__ void fill_kernel(float* p, float v, int64_t n) {
   ST_GRID_STRIDE_LOOP(i, n) p[i] = v;
@@ -72,10 +67,6 @@ __global__ void scatter_runs_kernel(const int32_t* pos, const int32_t* order, co
       y[p] = acc;
     }
   }
-}
-
-bool is_nccl(const Communicator& comm) {
-  return comm.backend() == "nccl";
 }
 
 }  // namespace
@@ -139,12 +130,12 @@ void CudaOps::to_host(const void* device_ptr, size_t bytes, void* host) {
 void CudaOps::resize(Buffer& b, Elem e, int64_t n) {
   ST_CHECK(n >= 0, "bulk::CudaOps::resize: negative size ", n);
   const Tensor& t = storage(b);
-  const bool fits = t.defined() && t.dtype() == dtype_for(e) && t.numel() >= n;
+  const bool fits = t.defined() && t.dtype() == detail::dtype_for(e) && t.numel() >= n;
   if (!fits) {
     // Grow by half again, so selections whose count drifts up do not reallocate each step.
     const int64_t old = t.defined() ? t.numel() : 0;
     const int64_t cap = std::max<int64_t>({n, old + old / 2, 16});
-    set_storage(b, Tensor::empty({cap}, dtype_for(e), device_));
+    set_storage(b, Tensor::empty({cap}, detail::dtype_for(e), device_));
   }
   set_size(b, e, n);
 }
@@ -297,63 +288,6 @@ void CudaOps::zero_at(const Buffer& idx, Buffer& y) {
 void CudaOps::offset_indices(Buffer& idx, int32_t delta) {
   cuda::DeviceGuard guard(dev());
   launch(idx.size(), cuda::current_stream(dev()), offset_kernel, i32(idx), delta);
-}
-
-// --- Collectives ---
-
-namespace {
-
-// Runs `op` on tensors the communicator accepts: the device views themselves for NCCL
-// (after this thread's stream has finished writing them; NCCL's own stream is done when
-// the call returns), host copies for the other backends, whose results (`outputs`, read
-// and written in place) are copied back.
-template <typename Op>
-void on_comm_tensors(Communicator& comm, int device, std::vector<Tensor*> inputs,
-                     std::vector<Tensor*> outputs, Op op) {
-  cuda::DeviceGuard guard(device);
-  ST_CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream(device)));
-  if (is_nccl(comm)) {
-    op();
-    return;
-  }
-  std::vector<Tensor> on_device;
-  for (Tensor* t : inputs) *t = t->to(Device::cpu());
-  for (Tensor* t : outputs) {
-    on_device.push_back(*t);
-    *t = t->to(Device::cpu());
-  }
-  op();
-  for (size_t i = 0; i < outputs.size(); ++i) on_device[i].copy_from(*outputs[i]);
-}
-
-}  // namespace
-
-void CudaOps::allreduce_sum(Communicator& comm, Buffer& b) {
-  if (b.empty()) return;
-  Tensor t = view(b);
-  on_comm_tensors(comm, dev(), {}, {&t}, [&] { comm.allreduce(t); });
-}
-
-void CudaOps::allgatherv(Communicator& comm, const Buffer& in, const std::vector<int64_t>& counts,
-                         Buffer& out) {
-  int64_t total = 0;
-  for (int64_t c : counts) total += c;
-  ST_CHECK(static_cast<int64_t>(counts.size()) == comm.size() &&
-               counts[static_cast<size_t>(comm.rank())] == in.size(),
-           "bulk::CudaOps::allgatherv: rank ", comm.rank(), " sends ", in.size(),
-           " elements but its count says otherwise");
-  resize(out, in.elem(), total);
-  if (total == 0) return;
-  Tensor src = in.empty() ? Tensor::empty({0}, dtype_for(in.elem()), device_) : view(in);
-  Tensor dst = view(out);
-  on_comm_tensors(comm, dev(), {&src}, {&dst}, [&] { comm.allgatherv(src, dst, counts); });
-}
-
-void CudaOps::broadcast(Communicator& comm, Buffer& b, int root) {
-  if (b.empty()) return;
-  Tensor t = view(b);
-  // The root's values travel, so the host copy (other backends) must hold them too.
-  on_comm_tensors(comm, dev(), {}, {&t}, [&] { comm.broadcast(t, root); });
 }
 
 Buffer CudaOps::slice(const Buffer& b, int64_t begin, int64_t n) {

@@ -80,10 +80,18 @@ class CudaOps : public Ops {
 
   Buffer slice(const Buffer& b, int64_t begin, int64_t n) override;
 
-  // y[idx[j]] += a * vals[j], repeated positions in index order (scatter_add is a = 1).
-  void scatter_axpy(float a, const Buffer& idx, const Buffer& vals, Buffer& y);
-  // idx[j] += delta (I32).
-  void offset_indices(Buffer& idx, int32_t delta);
+  // --- Exchange extras ---
+  void allgather(Communicator& comm, const Buffer& in, Buffer& out) override;
+  void scatter_axpy(float a, const Buffer& idx, const Buffer& vals, Buffer& y) override;
+  void offset_indices(Buffer& idx, int32_t delta) override;
+  IndexBounds index_bounds(const Buffer& idx) override;
+  bool same_bits(const Buffer& a, const Buffer& b) override;
+  std::vector<int64_t> segment_counts(const Buffer& idx, int64_t begin, int64_t count,
+                                      const std::vector<int64_t>& segments) override;
+
+  // --- Threshold-family extras (cuda_ops_threshold.cu) ---
+
+  // --- Quantisation, transforms, dense algebra (cuda_ops_quant.cu, cuda_ops_fft.cu) ---
 
  protected:
   // Typed device pointers (null for a buffer without storage).

@@ -12,6 +12,7 @@
 #include "core/cuda/stream.h"
 #include "core/error.h"
 #include "core/storage.h"
+#include "sparsify/bulk/bulk_ops.h"
 #include "sparsify/partition_math.h"
 
 namespace st::bulk::detail {
@@ -22,6 +23,10 @@ void launch(int64_t n, cudaStream_t stream, Kernel kernel, Args... args) {
   if (n <= 0) return;
   kernel<<<cuda::grid_for(n), cuda::kBlock, 0, stream>>>(args..., n);
   ST_CUDA_CHECK_LAUNCH();
+}
+
+inline DType dtype_for(Elem e) {
+  return e == Elem::F32 ? DType::F32 : DType::I32;
 }
 
 inline size_t align256(size_t bytes) {

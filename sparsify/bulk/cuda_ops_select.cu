@@ -52,6 +52,43 @@ __global__ void keys_at_kernel(const float* x, const int32_t* cand, uint32_t* ke
   ST_GRID_STRIDE_LOOP(j, c) keys[j] = part::abs_key(x[cand[j]]);
 }
 
+struct Bounds {
+  int32_t lo, hi;
+};
+struct ToBounds {
+  __host__ __device__ Bounds operator()(int32_t v) const { return {v, v}; }
+};
+struct JoinBounds {
+  __host__ __device__ Bounds operator()(const Bounds& p, const Bounds& q) const {
+    return {p.lo < q.lo ? p.lo : q.lo, p.hi > q.hi ? p.hi : q.hi};
+  }
+};
+
+__global__ void differ_kernel(const uint32_t* a, const uint32_t* b, int32_t* differ, int64_t n) {
+  ST_GRID_STRIDE_LOOP(i, n) {
+    if (a[i] != b[i]) *differ = 1;  // any writer; the value is all that matters
+  }
+}
+
+// counts[s] += 1 for the segment [seg[s], seg[s+1]) holding each position (the last one
+// open-ended): an upper_bound over the few segment starts. Integer atomics, so the
+// counts do not depend on the order.
+__global__ void segment_count_kernel(const int32_t* idx, const int64_t* seg, int nseg,
+                                     unsigned long long* counts, int64_t m) {
+  ST_GRID_STRIDE_LOOP(j, m) {
+    const int64_t p = idx[j];
+    int lo = 0, hi = nseg;  // first seg[s] > p
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (seg[mid] <= p)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo > 0) atomicAdd(&counts[lo - 1], 1ull);
+  }
+}
+
 float key_value(uint32_t key) {
   float v;
   std::memcpy(&v, &key, 4);
@@ -236,6 +273,68 @@ void CudaOps::union_of(const Buffer& all, const std::vector<int64_t>& offsets,
   int64_t distinct = 0;
   to_host(scratch.at<int64_t>(count_at), sizeof(int64_t), &distinct);
   set_size(out, Elem::I32, distinct);
+}
+
+// --- Host-valued checks of the exchange (index bounds, equality, per-segment counts) ---
+
+IndexBounds CudaOps::index_bounds(const Buffer& idx) {
+  IndexBounds out;
+  const int64_t m = idx.size();
+  if (m == 0) return out;
+  cuda::DeviceGuard guard(dev());
+  const cudaStream_t stream = cuda::current_stream(dev());
+  const Bounds init{INT32_MAX, INT32_MIN};
+  size_t temp = 0;
+  ST_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp, i32(idx),
+                                                   static_cast<Bounds*>(nullptr), m, JoinBounds{},
+                                                   ToBounds{}, init, stream));
+  const size_t out_at = detail::align256(temp);
+  detail::Scratch scratch(out_at + sizeof(Bounds), dev());
+  ST_CUDA_CHECK(cub::DeviceReduce::TransformReduce(scratch.at<void>(0), temp, i32(idx),
+                                                   scratch.at<Bounds>(out_at), m, JoinBounds{},
+                                                   ToBounds{}, init, stream));
+  Bounds b{};
+  to_host(scratch.at<Bounds>(out_at), sizeof(Bounds), &b);
+  out.min = b.lo;
+  out.max = b.hi;
+  return out;
+}
+
+bool CudaOps::same_bits(const Buffer& a, const Buffer& b) {
+  if (a.size() != b.size() || a.elem() != b.elem()) return false;
+  if (a.empty()) return true;
+  cuda::DeviceGuard guard(dev());
+  const cudaStream_t stream = cuda::current_stream(dev());
+  detail::Scratch flag(sizeof(int32_t), dev());
+  ST_CUDA_CHECK(cudaMemsetAsync(flag.at<int32_t>(0), 0, sizeof(int32_t), stream));
+  launch(a.size(), stream, differ_kernel, static_cast<const uint32_t*>(storage(a).raw()),
+         static_cast<const uint32_t*>(storage(b).raw()), flag.at<int32_t>(0));
+  int32_t differ = 0;
+  to_host(flag.at<int32_t>(0), sizeof(int32_t), &differ);
+  return differ == 0;
+}
+
+std::vector<int64_t> CudaOps::segment_counts(const Buffer& idx, int64_t begin, int64_t count,
+                                             const std::vector<int64_t>& segments) {
+  ST_CHECK(begin >= 0 && count >= 0 && begin + count <= idx.size(),
+           "bulk::CudaOps::segment_counts: [", begin, ", ", begin + count, ") outside a buffer of ",
+           idx.size(), " positions");
+  std::vector<int64_t> out(segments.size(), 0);
+  if (count == 0 || segments.empty()) return out;
+  cuda::DeviceGuard guard(dev());
+  const cudaStream_t stream = cuda::current_stream(dev());
+  const size_t nseg = segments.size(), bytes = 8 * nseg;
+  detail::Scratch scratch(2 * detail::align256(bytes), dev());
+  auto* seg = scratch.at<int64_t>(0);
+  auto* counts = scratch.at<unsigned long long>(detail::align256(bytes));
+  ST_CUDA_CHECK(cudaMemcpyAsync(seg, segments.data(), bytes, cudaMemcpyHostToDevice, stream));
+  ST_CUDA_CHECK(cudaMemsetAsync(counts, 0, bytes, stream));
+  launch(count, stream, segment_count_kernel, i32(idx) + begin, static_cast<const int64_t*>(seg),
+         static_cast<int>(nseg), counts);
+  std::vector<unsigned long long> host(nseg);
+  to_host(counts, bytes, host.data());
+  for (size_t s = 0; s < nseg; ++s) out[s] = static_cast<int64_t>(host[s]);
+  return out;
 }
 
 }  // namespace st::bulk

@@ -1,0 +1,365 @@
+#include "sparsify/bulk/cpu_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "sparsify/kernels/select_cpu.h"
+#include "sparsify/kernels/threshold_select_cpu.h"
+
+namespace st::bulk {
+
+namespace {
+
+// Element-wise loops go parallel above this size (the hook's loops always used it).
+constexpr int64_t kParallelMin = 65536;
+// Sums run over fixed blocks, then the blocks in order: thread-count independent.
+constexpr int64_t kSumBlock = 1 << 16;
+
+DType dtype_for(Elem e) {
+  return e == Elem::F32 ? DType::F32 : DType::I32;
+}
+
+void check_range(const Buffer& b, part::Range r, const char* op) {
+  ST_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= b.size(), "bulk::Ops::", op, ": range [",
+           r.begin, ", ", r.end, ") outside a buffer of ", b.size(), " elements");
+}
+
+}  // namespace
+
+float* CpuOps::f32(Buffer& b) {
+  return storage(b).defined() ? static_cast<float*>(storage(b).raw()) : nullptr;
+}
+const float* CpuOps::f32(const Buffer& b) {
+  return storage(b).defined() ? static_cast<const float*>(storage(b).raw()) : nullptr;
+}
+int32_t* CpuOps::i32(Buffer& b) {
+  return storage(b).defined() ? static_cast<int32_t*>(storage(b).raw()) : nullptr;
+}
+const int32_t* CpuOps::i32(const Buffer& b) {
+  return storage(b).defined() ? static_cast<const int32_t*>(storage(b).raw()) : nullptr;
+}
+
+Tensor CpuOps::view(const Buffer& b) {
+  const Tensor& t = storage(b);
+  return t.numel() == b.size() ? t : t.slice_flat(0, {b.size()});
+}
+
+void CpuOps::put_indices(const std::vector<int32_t>& v, Buffer& out) {
+  const auto n = static_cast<int64_t>(v.size());
+  resize(out, Elem::I32, n);
+  if (n > 0) std::memcpy(i32(out), v.data(), 4 * static_cast<size_t>(n));
+}
+
+// --- Memory ---
+
+void CpuOps::resize(Buffer& b, Elem e, int64_t n) {
+  ST_CHECK(n >= 0, "bulk::Ops::resize: negative size ", n);
+  const Tensor& t = storage(b);
+  const bool fits = t.defined() && t.dtype() == dtype_for(e) && t.numel() >= n;
+  if (!fits) {
+    // Grow by half again, so selections whose count drifts up do not reallocate each step.
+    const int64_t old = t.defined() ? t.numel() : 0;
+    const int64_t cap = std::max<int64_t>({n, old + old / 2, 16});
+    set_storage(b, Tensor::empty({cap}, dtype_for(e)));
+  }
+  set_size(b, e, n);
+}
+
+Buffer CpuOps::wrap(Tensor& t) {
+  ST_CHECK(t.device().is_cpu() && t.dtype() == DType::F32,
+           "bulk::CpuOps::wrap: expected a float32 ", "tensor on the cpu, got ", t.str());
+  Buffer b;
+  set_storage(b, t.reshape({t.numel()}));
+  set_size(b, Elem::F32, t.numel());
+  return b;
+}
+
+void CpuOps::release(Buffer& wrapped) {
+  wrapped = Buffer();
+}
+
+void CpuOps::upload(const void* host, Elem e, int64_t n, Buffer& out) {
+  resize(out, e, n);
+  if (n > 0) std::memcpy(storage(out).raw(), host, 4 * static_cast<size_t>(n));
+}
+
+void CpuOps::download(const Buffer& b, int64_t begin, int64_t n, void* host) {
+  ST_CHECK(begin >= 0 && n >= 0 && begin + n <= b.size(), "bulk::Ops::download: [", begin, ", ",
+           begin + n, ") outside a buffer of ", b.size(), " elements");
+  if (n > 0)
+    std::memcpy(host, static_cast<const char*>(storage(b).raw()) + 4 * begin,
+                4 * static_cast<size_t>(n));
+}
+
+void CpuOps::copy(const Buffer& src, int64_t src_begin, Buffer& dst, int64_t dst_begin, int64_t n) {
+  ST_CHECK(src_begin >= 0 && dst_begin >= 0 && n >= 0 && src_begin + n <= src.size() &&
+               dst_begin + n <= dst.size(),
+           "bulk::Ops::copy: ", n, " elements from ", src_begin, " of ", src.size(), " to ",
+           dst_begin, " of ", dst.size());
+  if (n > 0)
+    std::memmove(static_cast<char*>(storage(dst).raw()) + 4 * dst_begin,
+                 static_cast<const char*>(storage(src).raw()) + 4 * src_begin,
+                 4 * static_cast<size_t>(n));
+}
+
+void CpuOps::fill(Buffer& b, part::Range r, float v) {
+  check_range(b, r, "fill");
+  float* p = f32(b);
+  if (r.size() > 0) std::fill(p + r.begin, p + r.end, v);
+}
+
+void CpuOps::iota(Buffer& out, int64_t n, int32_t start) {
+  resize(out, Elem::I32, n);
+  int32_t* p = i32(out);
+  for (int64_t i = 0; i < n; ++i) p[i] = start + static_cast<int32_t>(i);
+}
+
+// --- Element-wise ---
+
+void CpuOps::axpy(float a, const Buffer& x, part::Range r, Buffer& y) {
+  check_range(x, r, "axpy");
+  check_range(y, r, "axpy");
+  const float* xp = f32(x);
+  float* yp = f32(y);
+  const int64_t b = r.begin, e = r.end;
+  if (a == 1.0f) {  // error feedback, x += g: the loop the hook always ran
+#pragma omp parallel for simd if (e - b > kParallelMin) schedule(static)
+    for (int64_t i = b; i < e; ++i) yp[i] += xp[i];
+  } else {
+#pragma omp parallel for simd if (e - b > kParallelMin) schedule(static)
+    for (int64_t i = b; i < e; ++i) yp[i] += a * xp[i];
+  }
+}
+
+void CpuOps::scale(Buffer& y, part::Range r, float a) {
+  check_range(y, r, "scale");
+  float* p = f32(y);
+  const int64_t b = r.begin, e = r.end;
+#pragma omp parallel for simd if (e - b > kParallelMin) schedule(static)
+  for (int64_t i = b; i < e; ++i) p[i] *= a;
+}
+
+// --- Statistics ---
+
+Stats CpuOps::stats(const Buffer& x, part::Range r) {
+  check_range(x, r, "stats");
+  Stats s;
+  s.count = r.size();
+  if (r.size() <= 0) return s;
+  const float* p = f32(x) + r.begin;
+  const int64_t n = r.size(), blocks = (n + kSumBlock - 1) / kSumBlock;
+  std::vector<double> sum(blocks), sq(blocks), asum(blocks);
+  std::vector<float> amax(blocks);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    double s1 = 0, s2 = 0, sa = 0;
+    float mx = 0;
+    const int64_t end = std::min(n, (blk + 1) * kSumBlock);
+#pragma omp simd reduction(+ : s1, s2, sa) reduction(max : mx)
+    for (int64_t i = blk * kSumBlock; i < end; ++i) {
+      const double v = p[i];
+      const float a = std::fabs(p[i]);
+      s1 += v;
+      s2 += v * v;
+      sa += a;
+      mx = std::max(mx, a);
+    }
+    sum[blk] = s1;
+    sq[blk] = s2;
+    asum[blk] = sa;
+    amax[blk] = mx;
+  }
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    s.sum += sum[blk];
+    s.sum_sq += sq[blk];
+    s.abs_sum += asum[blk];
+    s.abs_max = std::max(s.abs_max, amax[blk]);
+  }
+  return s;
+}
+
+int64_t CpuOps::count_abs(const Buffer& x, part::Range r, float tau, bool strict) {
+  check_range(x, r, "count_abs");
+  return select::count_abs(f32(x), r.begin, r.end, tau, strict);
+}
+
+// --- Selection ---
+
+void CpuOps::select_abs(const Buffer& x, part::Range r, float tau, bool strict, Buffer& out) {
+  check_range(x, r, "select_abs");
+  select::abs_threshold(f32(x), r.begin, r.end, tau, strict, scratch_);
+  put_indices(scratch_, out);
+}
+
+void CpuOps::threshold_select(const Buffer& x, part::Range owned, float tau, int64_t t,
+                              Buffer& out) {
+  check_range(x, owned, "threshold_select");
+  select::threshold_select_cpu(f32(x), owned, tau, t, scratch_);
+  put_indices(scratch_, out);
+}
+
+float CpuOps::topk_abs(const Buffer& x, part::Range r, int64_t k, Buffer& out) {
+  check_range(x, r, "topk_abs");
+  const float tau = select::topk_abs(f32(x) + r.begin, r.size(), k, scratch_);
+  put_indices(scratch_, out);
+  if (r.begin != 0) offset_indices(out, static_cast<int32_t>(r.begin));
+  return tau;
+}
+
+float CpuOps::topk_abs_among(const Buffer& x, const Buffer& candidates, int64_t k, Buffer& out) {
+  const int32_t* c = i32(candidates);
+  scratch2_.assign(c, c + candidates.size());
+  const float tau = select::topk_abs_among(f32(x), scratch2_, k, scratch_);
+  put_indices(scratch_, out);
+  return tau;
+}
+
+// --- Gather / scatter: in index order, as the exchange loops always ran ---
+
+void CpuOps::gather(const Buffer& x, const Buffer& idx, Buffer& out) {
+  const int64_t m = idx.size();
+  resize(out, Elem::F32, m);
+  const float* xp = f32(x);
+  const int32_t* ip = i32(idx);
+  float* o = f32(out);
+  for (int64_t j = 0; j < m; ++j) o[j] = xp[ip[j]];
+}
+
+void CpuOps::scatter_add(const Buffer& idx, const Buffer& vals, Buffer& y) {
+  scatter_axpy(1.0f, idx, vals, y);
+}
+
+void CpuOps::scatter_scaled(const Buffer& idx, const Buffer& vals, float a, Buffer& y) {
+  ST_CHECK(vals.size() >= idx.size(), "bulk::Ops::scatter_scaled: ", idx.size(), " positions but ",
+           vals.size(), " values");
+  const int32_t* ip = i32(idx);
+  const float* v = f32(vals);
+  float* yp = f32(y);
+  for (int64_t j = 0; j < idx.size(); ++j) yp[ip[j]] = v[j] * a;
+}
+
+void CpuOps::zero_at(const Buffer& idx, Buffer& y) {
+  const int32_t* ip = i32(idx);
+  float* yp = f32(y);
+  for (int64_t j = 0; j < idx.size(); ++j) yp[ip[j]] = 0.0f;
+}
+
+// First appearance in rank order, marked in a flag array that is cleared again
+// afterwards, so the pass costs the entries, not the domain.
+void CpuOps::union_of(const Buffer& all, const std::vector<int64_t>& offsets,
+                      const std::vector<int64_t>& counts, int64_t domain, Buffer& out) {
+  if (static_cast<int64_t>(marker_.size()) < domain) marker_.assign(domain, 0);
+  const int32_t* a = i32(all);
+  scratch_.clear();
+  for (size_t r = 0; r < counts.size(); ++r)
+    for (int64_t j = 0; j < counts[r]; ++j) {
+      const int32_t i = a[offsets[r] + j];
+      if (!marker_[i]) {
+        marker_[i] = 1;
+        scratch_.push_back(i);
+      }
+    }
+  for (int32_t i : scratch_) marker_[i] = 0;
+  put_indices(scratch_, out);
+}
+
+// --- Collectives: the communicator moves the buffers' memory in place. Every rank
+// passes the same sizes, so skipping empty ones is the same choice on every rank. ---
+
+void CpuOps::allreduce_sum(Communicator& comm, Buffer& b) {
+  if (b.empty()) return;
+  Tensor t = view(b);
+  comm.allreduce(t);
+}
+
+void CpuOps::allgatherv(Communicator& comm, const Buffer& in, const std::vector<int64_t>& counts,
+                        Buffer& out) {
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  ST_CHECK(static_cast<int64_t>(counts.size()) == comm.size() &&
+               counts[static_cast<size_t>(comm.rank())] == in.size(),
+           "bulk::Ops::allgatherv: rank ", comm.rank(), " sends ", in.size(),
+           " elements but its count says otherwise");
+  resize(out, in.elem(), total);
+  if (total == 0) return;
+  Tensor o = view(out);
+  comm.allgatherv(in.empty() ? Tensor::empty({0}, dtype_for(in.elem())) : view(in), o, counts);
+}
+
+void CpuOps::broadcast(Communicator& comm, Buffer& b, int root) {
+  if (b.empty()) return;
+  Tensor t = view(b);
+  comm.broadcast(t, root);
+}
+
+Buffer CpuOps::slice(const Buffer& b, int64_t begin, int64_t n) {
+  ST_CHECK(begin >= 0 && n >= 0 && begin + n <= b.size(), "bulk::Ops::slice: [", begin, ", ",
+           begin + n, ") outside a buffer of ", b.size(), " elements");
+  Buffer s;
+  if (n > 0) set_storage(s, storage(b).slice_flat(begin, {n}));
+  set_size(s, b.elem(), n);
+  return s;
+}
+
+// --- Exchange extras ---
+
+void CpuOps::allgather(Communicator& comm, const Buffer& in, Buffer& out) {
+  resize(out, in.elem(), in.size() * comm.size());
+  if (in.empty()) return;
+  Tensor o = view(out);
+  comm.allgather(view(in), o);
+}
+
+void CpuOps::scatter_axpy(float a, const Buffer& idx, const Buffer& vals, Buffer& y) {
+  ST_CHECK(vals.size() >= idx.size(), "bulk::Ops::scatter_axpy: ", idx.size(), " positions but ",
+           vals.size(), " values");
+  const int32_t* ip = i32(idx);
+  const float* v = f32(vals);
+  float* yp = f32(y);
+  if (a == 1.0f) {
+    for (int64_t j = 0; j < idx.size(); ++j) yp[ip[j]] += v[j];
+  } else {
+    for (int64_t j = 0; j < idx.size(); ++j) yp[ip[j]] += a * v[j];
+  }
+}
+
+void CpuOps::offset_indices(Buffer& idx, int32_t delta) {
+  int32_t* p = i32(idx);
+  const int64_t m = idx.size();
+#pragma omp parallel for simd if (m > kParallelMin) schedule(static)
+  for (int64_t j = 0; j < m; ++j) p[j] += delta;
+}
+
+IndexBounds CpuOps::index_bounds(const Buffer& idx) {
+  IndexBounds b;
+  if (idx.empty()) return b;
+  const int32_t* p = i32(idx);
+  const auto [lo, hi] = std::minmax_element(p, p + idx.size());
+  b.min = *lo;
+  b.max = *hi;
+  return b;
+}
+
+bool CpuOps::same_bits(const Buffer& a, const Buffer& b) {
+  if (a.size() != b.size() || a.elem() != b.elem()) return false;
+  return a.empty() ||
+         std::memcmp(storage(a).raw(), storage(b).raw(), 4 * static_cast<size_t>(a.size())) == 0;
+}
+
+std::vector<int64_t> CpuOps::segment_counts(const Buffer& idx, int64_t begin, int64_t count,
+                                            const std::vector<int64_t>& segments) {
+  ST_CHECK(!segments.empty() && segments.front() == 0,
+           "bulk::Ops::segment_counts: segments must start at 0");
+  std::vector<int64_t> out(segments.size(), 0);
+  const int32_t* p = i32(idx);
+  for (int64_t j = begin; j < begin + count; ++j) {
+    const auto it = std::upper_bound(segments.begin(), segments.end(), static_cast<int64_t>(p[j]));
+    ++out[static_cast<size_t>(it - segments.begin()) - 1];
+  }
+  return out;
+}
+
+}  // namespace st::bulk

@@ -1,15 +1,18 @@
 #include "sparsify/sparsify_hook.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
-#include <cstring>
+#include <optional>
 
-#include "core/ops.h"
 #include "core/timer.h"
 
 namespace st {
 
 namespace {
+
+using bulk::Elem;
+using bulk::Ops;
 
 // Consecutive phases: to(acc) adds the time since the previous lap to acc.
 class Laps {
@@ -18,26 +21,27 @@ class Laps {
     acc += t_.ms();
     t_.reset();
   }
+  // Starts the next phase without counting the time since the last lap (a callee timed it).
+  void skip() { t_.reset(); }
 
  private:
   Timer t_;
 };
 
-// Allgathers one int64 per rank.
-std::vector<int64_t> allgather_counts(Communicator& comm, int64_t mine) {
-  Tensor in = Tensor::zeros({1}, DType::I64), out = Tensor::zeros({comm.size()}, DType::I64);
-  in.data<int64_t>()[0] = mine;
-  comm.allgather(in, out);
-  const int64_t* p = out.data<int64_t>();
-  return std::vector<int64_t>(p, p + comm.size());
-}
+// A bucket tensor behind the bulk implementation for the length of one exchange;
+// released on every way out (the guarded test implementation writes it back then).
+class Wrapped {
+ public:
+  Wrapped(Ops& ops, Tensor& t) : ops_(ops), buf_(ops.wrap(t)) {}
+  ~Wrapped() { ops_.release(buf_); }
+  Wrapped(const Wrapped&) = delete;
+  Wrapped& operator=(const Wrapped&) = delete;
+  bulk::Buffer& buf() { return buf_; }
 
-double l2_norm(const float* x, int64_t n) {
-  double sq = 0;
-#pragma omp parallel for reduction(+ : sq) schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) sq += static_cast<double>(x[i]) * x[i];
-  return std::sqrt(sq);
-}
+ private:
+  Ops& ops_;
+  bulk::Buffer buf_;
+};
 
 // Padding of a padded gather of the ranks' counts: slots P max_i k_i vs sum_i k_i.
 void account_padding(const std::vector<int64_t>& counts, SparsifyStats& st) {
@@ -53,12 +57,14 @@ void account_padding(const std::vector<int64_t>& counts, SparsifyStats& st) {
 
 // Start offsets of the bucket's tensors (its parameters' gradient views inside `grads`),
 // ascending, and each one's first dimension; empty when the bucket carries no parameters
-// (tests, benchmarks).
+// (tests, benchmarks). Only addresses are compared: no gradient memory is read.
 void tensor_segments(const Bucket& bucket, const Tensor& grads, SelectContext& ctx) {
   std::vector<std::pair<int64_t, int64_t>> seg;  // (offset, rows)
+  const auto* base = static_cast<const char*>(grads.raw());
   for (const Param* p : bucket.params) {
-    if (!p->grad.defined() || !p->grad.device().is_cpu()) return;
-    const int64_t off = p->grad.f32() - grads.f32();
+    if (!p->grad.defined() || p->grad.device() != grads.device() || p->grad.dtype() != DType::F32)
+      return;
+    const int64_t off = (static_cast<const char*>(p->grad.raw()) - base) / 4;
     if (off < 0 || off + p->grad.numel() > bucket.numel) return;
     seg.emplace_back(off, p->grad.rank() > 1 ? p->grad.shape()[0] : 1);
   }
@@ -73,14 +79,10 @@ void tensor_segments(const Bucket& bucket, const Tensor& grads, SelectContext& c
   }
 }
 
-// Per-segment histogram of sorted-or-not positions: out[j] = count in [seg[j], seg[j+1]).
-void count_per_segment(const std::vector<int64_t>& seg, const int32_t* idx, int64_t count,
-                       std::vector<int64_t>& out) {
-  out.assign(seg.size(), 0);
-  for (int64_t j = 0; j < count; ++j) {
-    const auto it = std::upper_bound(seg.begin(), seg.end(), static_cast<int64_t>(idx[j]));
-    ++out[static_cast<size_t>(it - seg.begin()) - 1];
-  }
+std::vector<int64_t> prefix_offsets(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> off(counts.size() + 1, 0);
+  for (size_t r = 0; r < counts.size(); ++r) off[r + 1] = off[r] + counts[r];
+  return off;
 }
 
 }  // namespace
@@ -179,30 +181,100 @@ void SparsifyHook::check_bucket_plan(const std::vector<Bucket>& buckets) const {
   }
 }
 
+bulk::Ops& SparsifyHook::ops_for(const Tensor& grads) {
+  if (!ops_) ops_ = bulk::make_ops(grads.device());
+  ST_CHECK(ops_->device() == grads.device(), "--sparsifier ", sparsifier_->name(),
+           ": the exchange runs its bulk passes on ", ops_->device().str(), " but got ",
+           grads.str());
+  return *ops_;
+}
+
+Selection SparsifyHook::last_selection(int bucket) const {
+  const DeviceSelection& d = state_.at(bucket).selection;
+  Selection s;
+  s.indices.resize(static_cast<size_t>(d.indices.size()));
+  s.values.resize(static_cast<size_t>(d.values.size()));
+  s.packed.resize(static_cast<size_t>(d.packed.size()));
+  ops_->download(d.indices, 0, d.indices.size(), s.indices.data());
+  ops_->download(d.values, 0, d.values.size(), s.values.data());
+  ops_->download(d.packed, 0, d.packed.size(), s.packed.data());
+  s.threshold = d.threshold;
+  s.partition_ms = d.partition_ms;
+  s.estimate_ms = d.estimate_ms;
+  return s;
+}
+
+std::vector<int32_t> SparsifyHook::last_result_indices(int bucket) const {
+  const bulk::Buffer& r = state_.at(bucket).result;
+  std::vector<int32_t> out(static_cast<size_t>(r.size()));
+  ops_->download(r, 0, r.size(), out.data());
+  return out;
+}
+
+std::vector<int64_t> SparsifyHook::allgather_counts(Communicator& comm, int64_t mine) {
+  ST_CHECK(mine <= INT32_MAX, "--sparsifier ", sparsifier_->name(), ": a message of ", mine,
+           " entries is beyond int32 positions");
+  const auto m = static_cast<int32_t>(mine);
+  ops_->upload(&m, Elem::I32, 1, count_in_);
+  ops_->allgather(comm, count_in_, count_all_);
+  std::vector<int32_t> c(static_cast<size_t>(comm.size()));
+  ops_->download(count_all_, 0, comm.size(), c.data());
+  return std::vector<int64_t>(c.begin(), c.end());
+}
+
+void SparsifyHook::check_positions(const bulk::Buffer& idx, int64_t domain, const char* what,
+                                   int bucket) {
+  const bulk::IndexBounds b = ops_->index_bounds(idx);
+  if (idx.empty() || (b.min >= 0 && b.max < domain)) return;
+  ST_THROW(sparsifier_->name(), ": ", what, " index ", b.min < 0 ? b.min : b.max,
+           " outside bucket ", bucket, " of ", domain, " elements");
+}
+
 void SparsifyHook::warmup_exchange(const Bucket& bucket, Tensor& grads, Communicator& comm,
                                    SparsifyStats& st) {
   // Dense warm-up: a plain average; the residual is untouched (still zero).
   const int64_t n = bucket.numel;
+  Ops& ops = *ops_;
   Laps lap;
-  comm.allreduce(grads);
-  lap.to(st.comm_ms);
-  scale_inplace(grads, 1.0f / static_cast<float>(comm.size()));
-  lap.to(st.decode_ms);
+  {
+    Wrapped g(ops, grads);
+    ops.allreduce_sum(comm, g.buf());
+    lap.to(st.comm_ms);
+    ops.scale(g.buf(), {0, n}, 1.0f / static_cast<float>(comm.size()));
+    lap.to(st.decode_ms);
+  }
   st.exchange_ms = st.comm_ms + st.decode_ms;
   st.local_count = st.global_count = st.k = n;
   st.actual_density = 1.0;
   st.bytes_sent = n * 4;
   st.dense = true;
   auto it = state_.find(bucket.id);
-  if (it != state_.end() && it->second.residual.defined())
-    st.residual_norm = l2_norm(it->second.residual.f32(), it->second.residual.numel());
+  if (it != state_.end() && it->second.residual.defined()) {
+    Wrapped x(ops, it->second.residual);
+    st.residual_norm = std::sqrt(ops.stats(x.buf(), {0, x.buf().size()}).sum_sq);
+  }
+}
+
+SelectContext SparsifyHook::make_context(const Bucket& bucket, const Tensor& grads,
+                                         const Communicator& comm, int64_t iteration) const {
+  const int64_t n = bucket.numel;
+  SelectContext ctx;
+  ctx.bucket = bucket.id;
+  ctx.iteration = iteration - dense_warmup_;
+  ctx.rank = comm.rank();
+  ctx.world = comm.size();
+  ctx.density = opt_.density;
+  ctx.k =
+      std::max<int64_t>(1, static_cast<int64_t>(std::floor(opt_.density * static_cast<double>(n))));
+  ctx.seed = opt_.seed;
+  tensor_segments(bucket, grads, ctx);
+  return ctx;
 }
 
 void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& comm,
                             int64_t iteration) {
-  ST_CHECK(grads.device().is_cpu(), "--sparsifier ", sparsifier_->name(),
-           ": the sparsified exchange runs on CPU gradients; got ", grads.str());
   Timer total;
+  Ops& ops = ops_for(grads);
   const int64_t n = bucket.numel;
   SparsifyStats st;
   st.iteration = iteration;
@@ -216,73 +288,62 @@ void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& c
     return;
   }
   BucketState& s = state_[bucket.id];
-  if (!s.residual.defined()) s.residual = Tensor::zeros({n});
+  if (!s.residual.defined()) s.residual = Tensor::zeros({n}, DType::F32, grads.device());
   ST_CHECK(s.residual.numel() == n, "--sparsifier ", sparsifier_->name(), ": bucket ", bucket.id,
            " has ", n, " elements but its restored residual ", s.residual.numel(),
            " (resume with the checkpoint's --bucket-cap-mb and --first-bucket-mb)");
+  if (s.residual.device() != grads.device()) s.residual = s.residual.to(grads.device());
   // Error feedback: x = grad + residual, kept in the residual buffer.
   Laps lap;
-  float* x = s.residual.f32();
-  float* g = grads.f32();
-#pragma omp parallel for simd if (n > 65536) schedule(static)
-  for (int64_t i = 0; i < n; ++i) x[i] += g[i];
+  Wrapped xw(ops, s.residual), gw(ops, grads);
+  Bufs b{xw.buf(), gw.buf(), n};
+  ops.axpy(1.0f, b.g, {0, n}, b.x);
   lap.to(st.ef_ms);
 
-  SelectContext ctx;
-  ctx.bucket = bucket.id;
-  ctx.iteration = iteration - dense_warmup_;
-  ctx.rank = comm.rank();
-  ctx.world = comm.size();
-  ctx.density = opt_.density;
-  ctx.k =
-      std::max<int64_t>(1, static_cast<int64_t>(std::floor(opt_.density * static_cast<double>(n))));
-  ctx.seed = opt_.seed;
-  ctx.grad = g;
+  SelectContext ctx = make_context(bucket, grads, comm, iteration);
+  ctx.grad_buffer = &b.g;
   Tensor aux;
+  std::optional<Wrapped> aw;
   if (aux_) {
     aux = aux_(bucket);
-    ST_CHECK(!aux.defined() || (aux.numel() == n && aux.device().is_cpu()), sparsifier_->name(),
-             ": the aux provider gave ", aux.str(), " for bucket ", bucket.id, " of ", n,
-             " elements");
-    if (aux.defined()) ctx.aux = aux.f32();
+    ST_CHECK(!aux.defined() || (aux.numel() == n && aux.device() == grads.device()),
+             sparsifier_->name(), ": the aux provider gave ", aux.str(), " for bucket ", bucket.id,
+             " of ", n, " elements on ", grads.device().str());
+    if (aux.defined()) ctx.aux_buffer = &aw.emplace(ops, aux).buf();
   }
-  tensor_segments(bucket, grads, ctx);
   // Positions live in the bucket, or in the coefficient domain of a transform method.
   const int64_t domain = sparsifier_->transform_domain() ? sparsifier_->domain_size(ctx, n) : n;
-  if (static_cast<int64_t>(s.marker.size()) < domain) s.marker.assign(domain, 0);
   st.k = ctx.k;
   lap.to(st.ef_ms);
-  select_scoped(s, ctx, x, n);
+  select_scoped(s, ctx, b.x, n);
   lap.to(st.select_ms);
   st.partition_ms = s.selection.partition_ms;
   st.estimate_ms = s.selection.estimate_ms;
   st.threshold = s.selection.threshold;
-  st.local_count = static_cast<int64_t>(s.selection.indices.size());
-  for (int32_t i : s.selection.indices)
-    ST_CHECK(i >= 0 && i < domain, sparsifier_->name(), ": selected index ", i, " outside bucket ",
-             bucket.id, " of ", domain, " elements");
+  st.local_count = s.selection.indices.size();
+  check_positions(s.selection.indices, domain, "selected", bucket.id);
   Timer t;
   switch (sparsifier_->pattern()) {
     case ExchangePattern::UnionAllreduce:
-      exchange_union(s, ctx, x, g, n, comm, st);
+      exchange_union(s, ctx, b, comm, st);
       break;
     case ExchangePattern::AllgatherSum:
-      exchange_allgather(s, ctx, x, g, n, comm, st);
+      exchange_allgather(s, ctx, b, comm, st);
       break;
     case ExchangePattern::SharedIndices:
     case ExchangePattern::LeaderIndices:
-      exchange_indices(s, ctx, x, g, n, comm, st);
+      exchange_indices(s, ctx, b, comm, st);
       break;
     case ExchangePattern::Dense:
-      exchange_dense(s, x, grads, comm, st);
+      exchange_dense(s, b, comm, st);
       break;
     case ExchangePattern::LowRank:
-      exchange_low_rank(s, ctx, x, g, n, comm, st);
+      exchange_low_rank(s, ctx, b, comm, st);
       break;
   }
   st.exchange_ms = t.ms();
   st.actual_density = static_cast<double>(st.global_count) / static_cast<double>(n);
-  st.residual_norm = l2_norm(x, n);
+  st.residual_norm = std::sqrt(ops.stats(b.x, {0, n}).sum_sq);
   st.total_ms = total.ms();
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.push_back(st);
@@ -292,50 +353,62 @@ void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& c
 // (k = floor(d L), own rule state under unit_id); smaller tensors are selected whole.
 // Indices come back in bucket positions; values are filled from x where the method
 // left them to the hook, so every unit's entries line up.
-void SparsifyHook::select_scoped(BucketState& s, const SelectContext& ctx, const float* x,
+void SparsifyHook::select_scoped(BucketState& s, const SelectContext& ctx, const bulk::Buffer& x,
                                  int64_t n) {
-  Selection& out = s.selection;
-  out.clear();
+  Ops& ops = *ops_;
+  DeviceSelection& out = s.selection;
+  out.clear_scalars();
   if (scope_ == SelectScope::Bucket || ctx.segments.empty()) {
     s.units.clear();
-    sparsifier_->select(ctx, x, n, out);
+    sparsifier_->select_on(ops, ctx, x, out);
     return;
   }
   const size_t S = ctx.segments.size();
   ST_CHECK(S <= static_cast<size_t>(kUnitsPerBucket), "--sp scope=tensor: bucket ", ctx.bucket,
            " holds ", S, " tensors, more than ", kUnitsPerBucket);
   s.units.resize(S);
-  Selection one;
+  s.unit.resize(S);
+  int64_t total = 0;
   for (size_t j = 0; j < S; ++j) {
     Unit& u = s.units[j];
+    DeviceSelection& one = s.unit[j];
     u.begin = ctx.segments[j];
     u.end = j + 1 < S ? ctx.segments[j + 1] : n;
     u.id = unit_id(ctx.bucket, j);
     const int64_t len = u.end - u.begin;
     u.dense = len < min_tensor_;
     u.k = std::max<int64_t>(1, static_cast<int64_t>(std::floor(ctx.density * len)));
-    one.clear();
+    one.clear_scalars();
+    const bulk::Buffer xs = ops.slice(x, u.begin, len);
     if (u.dense) {
-      for (int64_t i = 0; i < len; ++i) one.indices.push_back(static_cast<int32_t>(i));
+      ops.iota(one.indices, len, 0);
+      ops.resize(one.values, Elem::F32, 0);
     } else {
       SelectContext c = ctx;
       c.bucket = u.id;
       c.k = u.k;
       c.segments = {0};
       c.rows = {ctx.rows[j]};
-      c.grad = ctx.grad ? ctx.grad + u.begin : nullptr;
-      c.aux = ctx.aux ? ctx.aux + u.begin : nullptr;
-      sparsifier_->select(c, x + u.begin, len, one);
+      bulk::Buffer gs, as;
+      if (ctx.grad_buffer) c.grad_buffer = &(gs = ops.slice(*ctx.grad_buffer, u.begin, len));
+      if (ctx.aux_buffer) c.aux_buffer = &(as = ops.slice(*ctx.aux_buffer, u.begin, len));
+      sparsifier_->select_on(ops, c, xs, one);
       out.threshold = std::max(out.threshold, one.threshold);
       out.partition_ms += one.partition_ms;
       out.estimate_ms += one.estimate_ms;
     }
-    const bool own_values = one.values.size() == one.indices.size();
-    for (size_t q = 0; q < one.indices.size(); ++q) {
-      const int32_t i = one.indices[q] + static_cast<int32_t>(u.begin);
-      out.indices.push_back(i);
-      out.values.push_back(own_values ? one.values[q] : x[i]);
-    }
+    if (one.values.size() != one.indices.size()) ops.gather(xs, one.indices, one.values);
+    ops.offset_indices(one.indices, static_cast<int32_t>(u.begin));
+    total += one.indices.size();
+  }
+  ops.resize(out.indices, Elem::I32, total);
+  ops.resize(out.values, Elem::F32, total);
+  ops.resize(out.packed, Elem::U32, 0);
+  int64_t at = 0;
+  for (const DeviceSelection& one : s.unit) {
+    ops.copy(one.indices, 0, out.indices, at, one.indices.size());
+    ops.copy(one.values, 0, out.values, at, one.values.size());
+    at += one.indices.size();
   }
 }
 
@@ -347,13 +420,12 @@ void SparsifyHook::feed_back(const BucketState& s, const SelectContext& ctx, int
     return;
   }
   const size_t S = s.units.size();
-  std::vector<int64_t> result_counts, one;
-  count_per_segment(ctx.segments, s.result.data(), static_cast<int64_t>(s.result.size()),
-                    result_counts);
+  const std::vector<int64_t> result_counts =
+      ops_->segment_counts(s.result, 0, s.result.size(), ctx.segments);
   std::vector<std::vector<int64_t>> per_rank(S, std::vector<int64_t>(counts.size(), 0));
   for (size_t r = 0; r < counts.size(); ++r) {
-    const auto [idx, c] = rank_indices(static_cast<int>(r));
-    count_per_segment(ctx.segments, idx, c, one);
+    const RankSlice q = rank_indices(static_cast<int>(r));
+    const std::vector<int64_t> one = ops_->segment_counts(*q.idx, q.begin, q.count, ctx.segments);
     for (size_t j = 0; j < S; ++j) per_rank[j][r] = one[j];
   }
   for (size_t j = 0; j < S; ++j) {
@@ -365,71 +437,58 @@ void SparsifyHook::feed_back(const BucketState& s, const SelectContext& ctx, int
 }
 
 // Dense: the whole x travels, so the residual becomes zero.
-void SparsifyHook::exchange_dense(BucketState& s, float* x, Tensor& grads, Communicator& comm,
-                                  SparsifyStats& st) {
-  const int64_t n = grads.numel();
-  float* g = grads.f32();
+void SparsifyHook::exchange_dense(BucketState& s, Bufs b, Communicator& comm, SparsifyStats& st) {
+  Ops& ops = *ops_;
   Laps lap;
-  std::copy(x, x + n, g);
+  ops.copy(b.x, 0, b.g, 0, b.n);
   lap.to(st.pack_ms);
-  comm.allreduce(grads);
+  ops.allreduce_sum(comm, b.g);
   lap.to(st.comm_ms);
-  scale_inplace(grads, 1.0f / static_cast<float>(comm.size()));
+  ops.scale(b.g, {0, b.n}, 1.0f / static_cast<float>(comm.size()));
   lap.to(st.decode_ms);
-  std::fill(x, x + n, 0.0f);
+  ops.fill(b.x, {0, b.n}, 0.0f);
   lap.to(st.update_ms);
-  s.result.clear();
-  st.global_count = n;
-  st.bytes_sent = n * 4;
+  ops.resize(s.result, Elem::I32, 0);
+  st.global_count = b.n;
+  st.bytes_sent = b.n * 4;
 }
 
 // Union-allreduce (kljp family): allgather counts, allgather indices padded to max k_i,
 // union in rank order (identical on every rank), allreduce x at the union, divide by P.
-void SparsifyHook::exchange_union(BucketState& s, const SelectContext& ctx, float* x, float* g,
-                                  int64_t n, Communicator& comm, SparsifyStats& st) {
+void SparsifyHook::exchange_union(BucketState& s, const SelectContext& ctx, Bufs b,
+                                  Communicator& comm, SparsifyStats& st) {
+  Ops& ops = *ops_;
   const int P = comm.size();
   Laps lap;
   const std::vector<int64_t> counts = allgather_counts(comm, st.local_count);
   lap.to(st.comm_ms);
   const int64_t maxk = *std::max_element(counts.begin(), counts.end());
   account_padding(counts, st);
-  Tensor mine = Tensor::empty({maxk}, DType::I32), all = Tensor::empty({maxk * P}, DType::I32);
-  int32_t* m = mine.data<int32_t>();
-  std::copy(s.selection.indices.begin(), s.selection.indices.end(), m);
-  std::fill(m + st.local_count, m + maxk, -1);
+  // The slots past a rank's count are never read (the counts bound every rank's part).
+  ops.resize(s.mine, Elem::I32, maxk);
+  ops.copy(s.selection.indices, 0, s.mine, 0, st.local_count);
   lap.to(st.pack_ms);
-  if (maxk > 0) comm.allgather(mine, all);
+  ops.allgather(comm, s.mine, s.idx_all);
   lap.to(st.comm_ms);
-  const int32_t* a = all.data<int32_t>();
-  s.result.clear();
-  for (int r = 0; r < P; ++r)
-    for (int64_t j = 0; j < counts[r]; ++j) {
-      const int32_t i = a[r * maxk + j];
-      if (!s.marker[i]) {
-        s.marker[i] = 1;
-        s.result.push_back(i);
-      }
-    }
+  std::vector<int64_t> offsets(static_cast<size_t>(P));
+  for (int r = 0; r < P; ++r) offsets[r] = r * maxk;
+  ops.union_of(s.idx_all, offsets, counts, b.n, s.result);
   lap.to(st.decode_ms);
-  const int64_t u = static_cast<int64_t>(s.result.size());
-  Tensor vals = Tensor::empty({u});
-  float* v = vals.f32();
-  for (int64_t j = 0; j < u; ++j) v[j] = x[s.result[j]];
+  const int64_t u = s.result.size();
+  ops.gather(b.x, s.result, s.values);
   lap.to(st.pack_ms);
-  comm.allreduce(vals);
+  ops.allreduce_sum(comm, s.values);
   lap.to(st.comm_ms);
-  std::fill(g, g + n, 0.0f);
-  const float inv = 1.0f / static_cast<float>(P);
-  for (int64_t j = 0; j < u; ++j) g[s.result[j]] = v[j] * inv;
+  ops.fill(b.g, {0, b.n}, 0.0f);
+  ops.scatter_scaled(s.result, s.values, 1.0f / static_cast<float>(P), b.g);
   lap.to(st.decode_ms);
-  for (int32_t i : s.result) {
-    x[i] = 0.0f;  // every rank transmitted x at every union position
-    s.marker[i] = 0;
-  }
+  ops.zero_at(s.result, b.x);  // every rank transmitted x at every union position
   lap.to(st.update_ms);
   st.global_count = u;
   st.bytes_sent = 8 + 4 * maxk + 4 * u;
-  feed_back(s, ctx, n, u, counts, [&](int r) { return std::make_pair(a + r * maxk, counts[r]); });
+  feed_back(s, ctx, b.n, u, counts, [&](int r) {
+    return RankSlice{&s.idx_all, offsets[r], counts[r]};
+  });
 }
 
 // Allgather-sum (GRACE family): allgatherv (index, value) pairs, scatter-add, divide by
@@ -439,207 +498,186 @@ void SparsifyHook::exchange_union(BucketState& s, const SelectContext& ctx, floa
 //     every rank unpacks every message (VGC, FFT, QSGD, TernGrad);
 //   - transform domain: the pairs index coefficients; their sum is decoded back into the
 //     bucket, and the residual is x - decode(own coefficients) (FFT).
-void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, float* x, float* g,
-                                      int64_t n, Communicator& comm, SparsifyStats& st) {
+void SparsifyHook::exchange_allgather(BucketState& s, const SelectContext& ctx, Bufs b,
+                                      Communicator& comm, SparsifyStats& st) {
+  Ops& ops = *ops_;
   const int P = comm.size();
   Sparsifier& sp = *sparsifier_;
-  Selection& sel = s.selection;
+  DeviceSelection& sel = s.selection;
   const bool transform = sp.transform_domain();
   Laps lap;
   if (sel.values.size() != sel.indices.size()) {
     ST_CHECK(!transform && !sp.packs(), sp.name(), ": select() gave ", sel.indices.size(),
              " indices but ", sel.values.size(), " values");
-    sel.values.resize(sel.indices.size());
-    for (size_t j = 0; j < sel.indices.size(); ++j) sel.values[j] = x[sel.indices[j]];
+    ops.gather(b.x, sel.indices, sel.values);
   }
   lap.to(st.pack_ms);
   const std::vector<int64_t> counts = allgather_counts(comm, st.local_count);
   lap.to(st.comm_ms);
-  int64_t total = 0;
-  for (int64_t c : counts) total += c;
   account_padding(counts, st);
-  Tensor idx_all = Tensor::empty({total}, DType::I32), val_all = Tensor::empty({total});
-  lap.to(st.pack_ms);
   if (sp.packs()) {
-    const int64_t mine = static_cast<int64_t>(sel.packed.size());
-    lap.to(st.pack_ms);
-    const std::vector<int64_t> words = allgather_counts(comm, mine);
-    lap.to(st.comm_ms);
-    int64_t total_words = 0;
-    for (int64_t w : words) total_words += w;
-    Tensor w_in = Tensor::empty({mine}, DType::I32),
-           w_all = Tensor::empty({total_words}, DType::I32);
-    std::copy(sel.packed.begin(), sel.packed.end(), w_in.data<int32_t>());
-    lap.to(st.pack_ms);
-    if (total_words > 0) comm.allgatherv(w_in, w_all, words);
-    lap.to(st.comm_ms);
-    const uint32_t* wa = reinterpret_cast<const uint32_t*>(w_all.data<int32_t>());
-    Selection one;
-    int64_t at = 0;
-    for (int r = 0; r < P; ++r) {
-      one.clear();
-      sp.unpack(ctx, n, wa, words[r], one);
-      wa += words[r];
-      ST_CHECK(static_cast<int64_t>(one.indices.size()) == counts[r] &&
-                   one.values.size() == one.indices.size(),
-               sp.name(), ": rank ", r, "'s packed message decodes to ", one.indices.size(),
-               " entries, expected ", counts[r]);
-      if (r == ctx.rank)
-        ST_CHECK(
-            one.indices == sel.indices && one.values.size() == sel.values.size() &&
-                (sel.values.empty() ||  // memcmp's pointers must not be null
-                 std::memcmp(one.values.data(), sel.values.data(), 4 * sel.values.size()) == 0),
-            sp.name(), ": unpack(packed) differs from the selection on rank ", r);
-      std::copy(one.indices.begin(), one.indices.end(), idx_all.data<int32_t>() + at);
-      std::copy(one.values.begin(), one.values.end(), val_all.f32() + at);
-      at += counts[r];
-    }
-    st.bytes_sent = 16 + 4 * mine;
+    gather_packed(s, ctx, b.n, counts, comm, st);
+    lap.skip();
   } else {
-    Tensor idx_in = Tensor::empty({st.local_count}, DType::I32),
-           val_in = Tensor::empty({st.local_count});
-    std::copy(sel.indices.begin(), sel.indices.end(), idx_in.data<int32_t>());
-    std::copy(sel.values.begin(), sel.values.end(), val_in.f32());
-    lap.to(st.pack_ms);
-    if (total > 0) {
-      comm.allgatherv(idx_in, idx_all, counts);
-      comm.allgatherv(val_in, val_all, counts);
-    }
+    ops.allgatherv(comm, sel.indices, counts, s.idx_all);
+    ops.allgatherv(comm, sel.values, counts, s.val_all);
     lap.to(st.comm_ms);
     st.bytes_sent = 8 + 8 * st.local_count;
   }
   // Scatter-add into the bucket, or into the coefficient domain of a transform method.
-  const int64_t dn = transform ? sp.domain_size(ctx, n) : n;
-  float* acc = g;
-  if (transform) {
-    s.domain.assign(dn, 0.0f);
-    acc = s.domain.data();
-  } else {
-    std::fill(g, g + n, 0.0f);
-  }
-  const int32_t* ia = idx_all.data<int32_t>();
-  const float* va = val_all.f32();
-  s.result.clear();
-  for (int64_t j = 0; j < total; ++j) {
-    const int32_t i = ia[j];
-    ST_CHECK(i >= 0 && i < dn, sp.name(), ": received index ", i, " outside 0..", dn);
-    acc[i] += va[j];
-    if (!s.marker[i]) {
-      s.marker[i] = 1;
-      s.result.push_back(i);
-    }
-  }
+  const int64_t dn = transform ? sp.domain_size(ctx, b.n) : b.n;
+  bulk::Buffer& acc = transform ? s.domain : b.g;
+  if (transform) ops.resize(s.domain, Elem::F32, dn);
+  ops.fill(acc, {0, dn}, 0.0f);
+  check_positions(s.idx_all, dn, "received", ctx.bucket);
+  ops.scatter_add(s.idx_all, s.val_all, acc);
+  const std::vector<int64_t> offsets = prefix_offsets(counts);
+  ops.union_of(s.idx_all, offsets, counts, dn, s.result);
   const float inv = 1.0f / static_cast<float>(P);
-  for (int32_t i : s.result) s.marker[i] = 0;
   if (transform) {
-    sp.decode(ctx, acc, n, g);
-    for (int64_t i = 0; i < n; ++i) g[i] *= inv;
+    sp.decode_on(ops, ctx, s.domain, b.n, b.g);
+    ops.scale(b.g, {0, b.n}, inv);
     lap.to(st.decode_ms);
     // The rank's own contribution, decoded the same way, leaves the residual.
-    std::fill(acc, acc + dn, 0.0f);
-    for (size_t j = 0; j < sel.indices.size(); ++j) acc[sel.indices[j]] += sel.values[j];
-    s.values.resize(n);
-    sp.decode(ctx, acc, n, s.values.data());
-    for (int64_t i = 0; i < n; ++i) x[i] -= s.values[i];
+    ops.fill(s.domain, {0, dn}, 0.0f);
+    ops.scatter_add(sel.indices, sel.values, s.domain);
+    sp.decode_on(ops, ctx, s.domain, b.n, s.tmp);
+    ops.axpy(-1.0f, s.tmp, {0, b.n}, b.x);
   } else {
-    for (int32_t i : s.result) g[i] *= inv;
+    ops.gather(b.g, s.result, s.tmp);
+    ops.scatter_scaled(s.result, s.tmp, inv, b.g);
     lap.to(st.decode_ms);
-    for (size_t j = 0; j < sel.indices.size(); ++j) x[sel.indices[j]] -= sel.values[j];
+    ops.scatter_axpy(-1.0f, sel.indices, sel.values, b.x);
   }
   lap.to(st.update_ms);
-  st.global_count = static_cast<int64_t>(s.result.size());
-  std::vector<int64_t> offsets(P + 1, 0);
-  for (int r = 0; r < P; ++r) offsets[r + 1] = offsets[r] + counts[r];
-  feed_back(s, ctx, n, st.global_count, counts,
-            [&](int r) { return std::make_pair(ia + offsets[r], counts[r]); });
+  st.global_count = s.result.size();
+  feed_back(s, ctx, b.n, st.global_count, counts, [&](int r) {
+    return RankSlice{&s.idx_all, offsets[r], counts[r]};
+  });
+}
+
+void SparsifyHook::gather_packed(BucketState& s, const SelectContext& ctx, int64_t n,
+                                 const std::vector<int64_t>& counts, Communicator& comm,
+                                 SparsifyStats& st) {
+  Ops& ops = *ops_;
+  Sparsifier& sp = *sparsifier_;
+  const DeviceSelection& sel = s.selection;
+  Laps lap;
+  const int64_t mine = sel.packed.size();
+  const std::vector<int64_t> words = allgather_counts(comm, mine);
+  lap.to(st.comm_ms);
+  ops.allgatherv(comm, sel.packed, words, s.words_all);
+  lap.to(st.comm_ms);
+  const std::vector<int64_t> at = prefix_offsets(counts), wat = prefix_offsets(words);
+  ops.resize(s.idx_all, Elem::I32, at.back());
+  ops.resize(s.val_all, Elem::F32, at.back());
+  for (size_t r = 0; r < counts.size(); ++r) {
+    DeviceSelection& one = s.one;
+    sp.unpack_on(ops, ctx, n, s.words_all, wat[r], words[r], one);
+    ST_CHECK(one.indices.size() == counts[r] && one.values.size() == one.indices.size(), sp.name(),
+             ": rank ", r, "'s packed message decodes to ", one.indices.size(),
+             " entries, expected ", counts[r]);
+    if (static_cast<int>(r) == ctx.rank)
+      ST_CHECK(ops.same_bits(one.indices, sel.indices) && ops.same_bits(one.values, sel.values),
+               sp.name(), ": unpack(packed) differs from the selection on rank ", r);
+    ops.copy(one.indices, 0, s.idx_all, at[r], counts[r]);
+    ops.copy(one.values, 0, s.val_all, at[r], counts[r]);
+  }
+  lap.to(st.decode_ms);
+  st.bytes_sent = 16 + 4 * mine;
 }
 
 // Shared indices (Random-k) or the leader's indices (CLT-k): every rank allreduces x at
 // the same positions, so no index gathering is needed beyond the leader's broadcast.
-void SparsifyHook::exchange_indices(BucketState& s, const SelectContext& ctx, float* x, float* g,
-                                    int64_t n, Communicator& comm, SparsifyStats& st) {
+void SparsifyHook::exchange_indices(BucketState& s, const SelectContext& ctx, Bufs b,
+                                    Communicator& comm, SparsifyStats& st) {
+  Ops& ops = *ops_;
   const int P = comm.size();
-  std::vector<int32_t>& idx = s.result;
+  bulk::Buffer& idx = s.result;
   int64_t idx_bytes = 0;
   const bool leader_pattern = sparsifier_->pattern() == ExchangePattern::LeaderIndices;
   const int leader = static_cast<int>(ctx.iteration % P);
   Laps lap;
   if (leader_pattern) {
-    Tensor count = Tensor::zeros({1}, DType::I64);
-    count.data<int64_t>()[0] = static_cast<int64_t>(s.selection.indices.size());
+    const auto mine = static_cast<int32_t>(s.selection.indices.size());
+    ops.upload(&mine, Elem::I32, 1, count_in_);
     lap.to(st.pack_ms);
-    comm.broadcast(count, leader);
+    ops.broadcast(comm, count_in_, leader);
     lap.to(st.comm_ms);
-    const int64_t c = count.data<int64_t>()[0];
-    Tensor ids = Tensor::empty({c}, DType::I32);
-    if (ctx.rank == leader)
-      std::copy(s.selection.indices.begin(), s.selection.indices.end(), ids.data<int32_t>());
+    int32_t c = 0;
+    ops.download(count_in_, 0, 1, &c);
+    ops.resize(idx, Elem::I32, c);
+    if (ctx.rank == leader) ops.copy(s.selection.indices, 0, idx, 0, c);
     lap.to(st.pack_ms);
-    if (c > 0) comm.broadcast(ids, leader);
+    ops.broadcast(comm, idx, leader);
     lap.to(st.comm_ms);
-    idx.assign(ids.data<int32_t>(), ids.data<int32_t>() + c);
-    idx_bytes = ctx.rank == leader ? 8 + 4 * c : 0;
+    idx_bytes = ctx.rank == leader ? 8 + 4 * int64_t{c} : 0;
   } else {
-    idx = s.selection.indices;
+    ops.resize(idx, Elem::I32, s.selection.indices.size());
+    ops.copy(s.selection.indices, 0, idx, 0, idx.size());
   }
-  const int64_t u = static_cast<int64_t>(idx.size());
-  Tensor vals = Tensor::empty({u});
-  float* v = vals.f32();
-  for (int64_t j = 0; j < u; ++j) v[j] = x[idx[j]];
+  const int64_t u = idx.size();
+  ops.gather(b.x, idx, s.values);
   lap.to(st.pack_ms);
-  comm.allreduce(vals);
+  ops.allreduce_sum(comm, s.values);
   lap.to(st.comm_ms);
-  std::fill(g, g + n, 0.0f);
-  const float inv = 1.0f / static_cast<float>(P);
-  for (int64_t j = 0; j < u; ++j) g[idx[j]] = v[j] * inv;
+  ops.fill(b.g, {0, b.n}, 0.0f);
+  ops.scatter_scaled(idx, s.values, 1.0f / static_cast<float>(P), b.g);
   lap.to(st.decode_ms);
-  for (int64_t j = 0; j < u; ++j) x[idx[j]] = 0.0f;
+  ops.zero_at(idx, b.x);
   lap.to(st.update_ms);
   st.global_count = u;
   st.bytes_sent = idx_bytes + 4 * u;
   std::vector<int64_t> counts = allgather_counts(comm, st.local_count);
   lap.to(st.comm_ms);
-  feed_back(s, ctx, n, u, counts, [&](int r) {
+  feed_back(s, ctx, b.n, u, counts, [&](int r) {
     const bool sent = !leader_pattern || r == leader;
-    return std::make_pair(idx.data(), sent ? u : int64_t{0});
+    return RankSlice{&idx, 0, sent ? u : int64_t{0}};
   });
 }
 
-// Low-rank (PowerSGD): select() gave the first message; its sum over the ranks yields
-// the second one (second_message), whose sum decode() turns into the update. The
+// Low-rank (PowerSGD): select_on() gave the first message; its sum over the ranks yields
+// the second one (second_message_on), whose sum decode_on() turns into the update. The
 // residual is x - decode(own second message): linear, so the ranks' contributions add
 // up to P times the update exactly.
-void SparsifyHook::exchange_low_rank(BucketState& s, const SelectContext& ctx, float* x, float* g,
-                                     int64_t n, Communicator& comm, SparsifyStats& st) {
+void SparsifyHook::exchange_low_rank(BucketState& s, const SelectContext& ctx, Bufs b,
+                                     Communicator& comm, SparsifyStats& st) {
+  Ops& ops = *ops_;
   Sparsifier& sp = *sparsifier_;
   const int P = comm.size();
   Laps lap;
-  const std::vector<float>& first = s.selection.values;
-  Tensor m1 = Tensor::from_vector(first, {static_cast<int64_t>(first.size())});
+  const bulk::Buffer& first = s.selection.values;
+  ops.resize(s.m1, Elem::F32, first.size());
+  ops.copy(first, 0, s.m1, 0, first.size());
   lap.to(st.pack_ms);
-  if (m1.numel() > 0) comm.allreduce(m1);
+  ops.allreduce_sum(comm, s.m1);
   lap.to(st.comm_ms);
-  std::vector<float> own;
-  sp.second_message(ctx, x, n, m1.f32(), own);
-  Tensor m2 = Tensor::from_vector(own, {static_cast<int64_t>(own.size())});
+  sp.second_message_on(ops, ctx, b.x, s.m1, s.tmp);  // this rank's second message
+  ops.resize(s.m2, Elem::F32, s.tmp.size());
+  ops.copy(s.tmp, 0, s.m2, 0, s.tmp.size());
   lap.to(st.pack_ms);
-  if (m2.numel() > 0) comm.allreduce(m2);
+  ops.allreduce_sum(comm, s.m2);
   lap.to(st.comm_ms);
-  sp.decode(ctx, m2.f32(), n, g);
-  const float inv = 1.0f / static_cast<float>(P);
-  for (int64_t i = 0; i < n; ++i) g[i] *= inv;
+  sp.decode_on(ops, ctx, s.m2, b.n, b.g);
+  ops.scale(b.g, {0, b.n}, 1.0f / static_cast<float>(P));
   lap.to(st.decode_ms);
-  s.values.resize(n);
-  sp.decode(ctx, own.data(), n, s.values.data());
-  for (int64_t i = 0; i < n; ++i) x[i] -= s.values[i];
+  sp.decode_on(ops, ctx, s.tmp, b.n, s.values);
+  ops.axpy(-1.0f, s.values, {0, b.n}, b.x);
   lap.to(st.update_ms);
-  s.result.clear();
-  const int64_t floats = m1.numel() + m2.numel();
+  ops.resize(s.result, Elem::I32, 0);
+  const int64_t floats = s.m1.size() + s.m2.size();
   st.local_count = st.global_count = floats;
   st.bytes_sent = 4 * floats;
-  ExchangeFeedback fb{ctx.bucket, ctx.iteration, n, ctx.k, floats, std::vector<int64_t>(P, floats)};
-  fb.summed = m2.f32();
-  fb.summed_size = m2.numel();
+  ExchangeFeedback fb{ctx.bucket, ctx.iteration, b.n,
+                      ctx.k,      floats,        std::vector<int64_t>(P, floats)};
+  fb.summed_buffer = &s.m2;
+  fb.summed_size = s.m2.size();
+  std::vector<float> host;
+  if (!sp.device_ready()) {  // the host form reads the sum through a pointer
+    host.resize(static_cast<size_t>(s.m2.size()));
+    ops.download(s.m2, 0, s.m2.size(), host.data());
+    fb.summed = host.data();
+  }
   sp.observe(fb);
 }
 

@@ -1,11 +1,15 @@
 // SparsifyHook: a bucket exchange that compresses (docs/ALGORITHMS.md, shared machinery):
 //   x = grad + residual                      (error feedback)
-//   selection = sparsifier.select(x)         (the method)
+//   selection = sparsifier.select_on(x)      (the method)
 //   exchange by the sparsifier's pattern     (union-allreduce, allgather-sum, ...)
 //   bucket grads = aggregated result / P     (what every rank applies)
 //   residual = x - what this rank contributed
-// Per-bucket state (residual, scratch) lives here keyed by bucket id; the sparsifier
-// keeps its own per-bucket rule state. Runs on the communication thread.
+// Every pass over bucket data and every collective on it is a bulk::Ops call on the
+// bucket's device (one Ops per hook, sparsify/bulk/bulk_ops.h): the hook itself moves
+// only the few scalars the rules need (counts, thresholds) to the host, so the same
+// orchestration runs on CPU and CUDA buckets. Per-bucket state (residual, scratch) lives
+// here keyed by bucket id; the sparsifier keeps its own per-bucket rule state. Runs on
+// the communication thread.
 #pragma once
 
 #include <functional>
@@ -53,9 +57,10 @@ struct SparsifyStats {
   bool dense = false;        // dense warm-up iteration
 };
 
-// Gives a sparsifier a side input per bucket (SelectContext::aux): a CPU tensor of
-// bucket.numel floats, or an undefined tensor for none. Called on the communication
-// thread once the bucket's gradients are final (VGC: per-sample squared-gradient sums).
+// Gives a sparsifier a side input per bucket (SelectContext::aux_buffer): a tensor of
+// bucket.numel floats on the bucket's device, or an undefined tensor for none. Called on the
+// communication thread once the bucket's gradients are final (VGC: per-sample squared-gradient
+// sums).
 using AuxProvider = std::function<Tensor(const Bucket&)>;
 
 // Where an index-selection method chooses (--sp scope): in each bucket (the default), or
@@ -81,6 +86,9 @@ class SparsifyHook : public BucketHook {
                 int64_t iteration) override;
 
   Sparsifier& sparsifier() { return *sparsifier_; }
+  // The bulk implementation the hook runs on; by default make_ops(device of the first
+  // bucket). Tests install a checking one before the first exchange.
+  void use_ops(bulk::OpsPtr ops) { ops_ = std::move(ops); }
   void set_aux_provider(AuxProvider provider) { aux_ = std::move(provider); }
   // Statistics of every bucket exchanged since the last call.
   std::vector<SparsifyStats> take_stats();
@@ -94,12 +102,10 @@ class SparsifyHook : public BucketHook {
   // plan (a checkpoint written with other --bucket-cap-mb / --first-bucket-mb), so the run
   // stops at start instead of inside an exchange.
   void check_bucket_plan(const std::vector<Bucket>& buckets) const;
-  // What this rank selected in the bucket's last exchange (tests).
-  const Selection& last_selection(int bucket) const { return state_.at(bucket).selection; }
+  // What this rank selected in the bucket's last exchange, copied to the host (tests).
+  Selection last_selection(int bucket) const;
   // Aggregated positions of the bucket's last exchange, identical on all ranks (tests).
-  const std::vector<int32_t>& last_result_indices(int bucket) const {
-    return state_.at(bucket).result;
-  }
+  std::vector<int32_t> last_result_indices(int bucket) const;
 
  private:
   // A tensor of the bucket in tensor scope: [begin, end), sent whole when small.
@@ -109,34 +115,57 @@ class SparsifyHook : public BucketHook {
     int64_t k = 0;
     bool dense = false;
   };
-  // Rank r's indices after an exchange, for the per-tensor feedback: (pointer, count).
-  using RankIndices = std::function<std::pair<const int32_t*, int64_t>(int)>;
+  // Rank r's indices after an exchange, for the per-tensor feedback: `count` entries of
+  // `idx` from `begin`.
+  struct RankSlice {
+    const bulk::Buffer* idx = nullptr;
+    int64_t begin = 0, count = 0;
+  };
+  using RankIndices = std::function<RankSlice(int)>;
 
   struct BucketState {
-    Tensor residual;
+    Tensor residual;          // on the bucket's device
     std::vector<Unit> units;  // tensor scope only
-    Selection selection;
-    std::vector<int32_t> result;  // positions in the aggregated result
-    std::vector<uint8_t> marker;  // n flags, all zero between uses
-    std::vector<float> values;    // exchange scratch
-    std::vector<float> domain;    // transform-domain methods: summed coefficients
+    DeviceSelection selection;
+    bulk::Buffer result;  // I32 positions in the aggregated result
+    // Exchange scratch, kept between iterations so buffers do not reallocate.
+    bulk::Buffer mine, idx_all, val_all, words_all, values, domain, tmp, m1, m2;
+    DeviceSelection one;                // one rank's unpacked message
+    std::vector<DeviceSelection> unit;  // tensor scope: each tensor's selection
   };
-  void exchange_union(BucketState& s, const SelectContext& ctx, float* x, float* g, int64_t n,
-                      Communicator& comm, SparsifyStats& st);
-  void exchange_allgather(BucketState& s, const SelectContext& ctx, float* x, float* g, int64_t n,
-                          Communicator& comm, SparsifyStats& st);
-  void exchange_indices(BucketState& s, const SelectContext& ctx, float* x, float* g, int64_t n,
-                        Communicator& comm, SparsifyStats& st);
-  void exchange_dense(BucketState& s, float* x, Tensor& grads, Communicator& comm,
+  // One exchange's buffers: x (the residual, holding grad + residual) and g (the bucket).
+  struct Bufs {
+    bulk::Buffer& x;
+    bulk::Buffer& g;
+    int64_t n;
+  };
+  void exchange_union(BucketState& s, const SelectContext& ctx, Bufs b, Communicator& comm,
                       SparsifyStats& st);
-  void exchange_low_rank(BucketState& s, const SelectContext& ctx, float* x, float* g, int64_t n,
-                         Communicator& comm, SparsifyStats& st);
+  void exchange_allgather(BucketState& s, const SelectContext& ctx, Bufs b, Communicator& comm,
+                          SparsifyStats& st);
+  // The packed wire format: allgathers the words and unpacks every rank's message into
+  // s.idx_all / s.val_all.
+  void gather_packed(BucketState& s, const SelectContext& ctx, int64_t n,
+                     const std::vector<int64_t>& counts, Communicator& comm, SparsifyStats& st);
+  void exchange_indices(BucketState& s, const SelectContext& ctx, Bufs b, Communicator& comm,
+                        SparsifyStats& st);
+  void exchange_dense(BucketState& s, Bufs b, Communicator& comm, SparsifyStats& st);
+  void exchange_low_rank(BucketState& s, const SelectContext& ctx, Bufs b, Communicator& comm,
+                         SparsifyStats& st);
   void warmup_exchange(const Bucket& bucket, Tensor& grads, Communicator& comm, SparsifyStats& st);
-  // Runs select() on the bucket, or once per tensor in tensor scope.
-  void select_scoped(BucketState& s, const SelectContext& ctx, const float* x, int64_t n);
+  // The context of one bucket at one iteration (side-input buffers set by the caller).
+  SelectContext make_context(const Bucket& bucket, const Tensor& grads, const Communicator& comm,
+                             int64_t iteration) const;
+  // Runs select_on() on the bucket, or once per tensor in tensor scope.
+  void select_scoped(BucketState& s, const SelectContext& ctx, const bulk::Buffer& x, int64_t n);
   // observe() for the bucket, or once per (non-dense) tensor in tensor scope.
   void feed_back(const BucketState& s, const SelectContext& ctx, int64_t n, int64_t global,
                  const std::vector<int64_t>& counts, const RankIndices& rank_indices);
+  // One int per rank, allgathered through the bulk implementation.
+  std::vector<int64_t> allgather_counts(Communicator& comm, int64_t mine);
+  // Throws when an index buffer holds a position outside [0, domain).
+  void check_positions(const bulk::Buffer& idx, int64_t domain, const char* what, int bucket);
+  bulk::Ops& ops_for(const Tensor& grads);
 
   SparsifierPtr sparsifier_;
   SparsifierOptions opt_;
@@ -145,6 +174,8 @@ class SparsifyHook : public BucketHook {
   AuxProvider aux_;
   int64_t dense_warmup_;
   std::map<int, BucketState> state_;
+  bulk::OpsPtr ops_;
+  bulk::Buffer count_in_, count_all_;  // allgather_counts
   mutable std::mutex stats_mu_;
   std::vector<SparsifyStats> stats_;
 };

@@ -74,7 +74,7 @@ float* thread_scratch(int64_t floats) {
 // the k-th largest. Short ranges (most tensors of a bucket) sort directly; long ones use
 // the two-pass histogram kernel.
 float keep_top(const float* x, int64_t count, int64_t k, std::vector<int32_t>& out) {
-  if (count > 4096) return select::topk_abs(x, count, k, out);
+  if (count > 4096 && k < count) return select::topk_abs(x, count, k, out);
   out.resize(static_cast<size_t>(count));
   std::iota(out.begin(), out.end(), 0);
   auto larger = [x](int32_t a, int32_t b) {

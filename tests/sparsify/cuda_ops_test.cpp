@@ -11,60 +11,10 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "core/rng.h"
-#include "sparsify/bulk/bulk_ops.h"
-#include "sparsify/bulk/cpu_ops.h"
-#include "tests/cuda/cuda_test_util.h"
+#include "tests/sparsify/cuda_ops_fixture.h"
 
 namespace st::test {
 namespace {
-
-using bulk::Buffer;
-using bulk::Elem;
-using part::Range;
-
-std::vector<float> values(int64_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (auto& v : x) v = std::round(rng.normal() * std::abs(rng.normal()) * 64.0f) / 64.0f;
-  return x;
-}
-
-// Positions in [0, domain), repeats included, in random order.
-std::vector<int32_t> positions(int64_t m, int64_t domain, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int32_t> p(static_cast<size_t>(m));
-  for (auto& v : p) v = static_cast<int32_t>(rng.below(static_cast<uint32_t>(domain)));
-  return p;
-}
-
-class CudaOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ST_REQUIRE_CUDA_DEVICE();
-    gpu_ = bulk::make_cuda_ops(Device::cuda(0));
-  }
-
-  // The same host data in a buffer of each implementation.
-  template <typename T>
-  void put(const std::vector<T>& h, Elem e, Buffer& c, Buffer& g) {
-    cpu_.upload(h.data(), e, static_cast<int64_t>(h.size()), c);
-    gpu_->upload(h.data(), e, static_cast<int64_t>(h.size()), g);
-  }
-  template <typename T>
-  static std::vector<T> get(bulk::Ops& ops, const Buffer& b) {
-    std::vector<T> h(static_cast<size_t>(b.size()));
-    ops.download(b, 0, b.size(), h.data());
-    return h;
-  }
-  std::vector<int32_t> ints_cpu(const Buffer& b) { return get<int32_t>(cpu_, b); }
-  std::vector<int32_t> ints_gpu(const Buffer& b) { return get<int32_t>(*gpu_, b); }
-  std::vector<float> floats_cpu(const Buffer& b) { return get<float>(cpu_, b); }
-  std::vector<float> floats_gpu(const Buffer& b) { return get<float>(*gpu_, b); }
-
-  bulk::CpuOps cpu_;
-  bulk::OpsPtr gpu_;
-};
 
 TEST_F(CudaOpsTest, MemoryCallsMatchCpu) {
   const int64_t n = 5000;

@@ -110,6 +110,7 @@ void CpuOps::fill(Buffer& b, part::Range r, float v) {
 void CpuOps::iota(Buffer& out, int64_t n, int32_t start) {
   resize(out, Elem::I32, n);
   int32_t* p = i32(out);
+#pragma omp parallel for simd if (n > kParallelMin) schedule(static)
   for (int64_t i = 0; i < n; ++i) p[i] = start + static_cast<int32_t>(i);
 }
 

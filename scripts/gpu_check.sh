@@ -68,31 +68,25 @@ print(f"{n} iterations, mean relative loss difference {100 * d:.2f}%")
 sys.exit(0 if n == 50 and d < 0.02 else 1)
 PY
 }
-image=(--arch resnet20 --dataset fashion-mnist -b 64 --lr 0.05)
-for method in none micro exdyna sidco-e topk; do
-  name="resnet20-$method"
-  if train cpu "$name" "${image[@]}" --sparsifier "$method" &&
-     train cuda "$name" "${image[@]}" --sparsifier "$method"; then
+# on_both NAME ARGS...: the same 50 iterations on the CPU and on CUDA, loss curves compared.
+on_both() {
+  local name=$1
+  shift
+  if train cpu "$name" "$@" && train cuda "$name" "$@"; then
     detail=$(compare "$name") && record "$name" ok "$detail" || record "$name" FAIL "$detail"
   else
     record "$name" FAIL "$(tail -n 1 "$out/$name-cuda.log")"
   fi
+}
+image=(--arch resnet20 --dataset fashion-mnist -b 64 --lr 0.05)
+for method in none micro exdyna sidco-e topk; do
+  on_both "resnet20-$method" "${image[@]}" --sparsifier "$method"
 done
 # Mixed precision: bf16 and fp16 (loss scaling) on both devices, the same 2% bound.
 for precision in bf16 fp16; do
-  name="resnet20-$precision"
-  if train cpu "$name" "${image[@]}" --precision "$precision" &&
-     train cuda "$name" "${image[@]}" --precision "$precision"; then
-    detail=$(compare "$name") && record "$name" ok "$detail" || record "$name" FAIL "$detail"
-  else
-    record "$name" FAIL "$(tail -n 1 "$out/$name-cuda.log")"
-  fi
+  on_both "resnet20-$precision" "${image[@]}" --precision "$precision"
 done
-if train cpu lstm --arch lstm && train cuda lstm --arch lstm; then
-  detail=$(compare lstm) && record "lstm" ok "$detail" || record "lstm" FAIL "$detail"
-else
-  record "lstm" FAIL "$(tail -n 1 "$out/lstm-cuda.log")"
-fi
+on_both lstm --arch lstm
 
 echo "gpu_check on $(nvidia-smi -L | head -n 1), $(date -u +%Y-%m-%d)"
 printf '%s\n' "${verdict[@]}"

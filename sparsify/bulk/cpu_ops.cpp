@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "sparsify/bulk/arg_checks.h"
 #include "sparsify/kernels/select_cpu.h"
 #include "sparsify/kernels/threshold_select_cpu.h"
 
@@ -20,11 +21,6 @@ constexpr int64_t kSumBlock = 1 << 16;
 
 DType dtype_for(Elem e) {
   return e == Elem::F32 ? DType::F32 : DType::I32;
-}
-
-void check_range(const Buffer& b, part::Range r, const char* op) {
-  ST_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= b.size(), "bulk::Ops::", op, ": range [",
-           r.begin, ", ", r.end, ") outside a buffer of ", b.size(), " elements");
 }
 
 }  // namespace
@@ -96,7 +92,7 @@ void CpuOps::copy(const Buffer& src, int64_t src_begin, Buffer& dst, int64_t dst
 }
 
 void CpuOps::fill(Buffer& b, part::Range r, float v) {
-  check_range(b, r, "fill");
+  check::range("fill", b.size(), r);
   float* p = f32(b);
   if (r.size() <= 0) return;
   // Zeroing a bucket is memset's job: it streams large buffers without reading them first.
@@ -117,8 +113,8 @@ void CpuOps::iota(Buffer& out, int64_t n, int32_t start) {
 // --- Element-wise ---
 
 void CpuOps::axpy(float a, const Buffer& x, part::Range r, Buffer& y) {
-  check_range(x, r, "axpy");
-  check_range(y, r, "axpy");
+  check::range("axpy", x.size(), r);
+  check::range("axpy", y.size(), r);
   const float* xp = f32(x);
   float* yp = f32(y);
   const int64_t b = r.begin, e = r.end;
@@ -132,7 +128,7 @@ void CpuOps::axpy(float a, const Buffer& x, part::Range r, Buffer& y) {
 }
 
 void CpuOps::scale(Buffer& y, part::Range r, float a) {
-  check_range(y, r, "scale");
+  check::range("scale", y.size(), r);
   float* p = f32(y);
   const int64_t b = r.begin, e = r.end;
 #pragma omp parallel for simd if (e - b > kParallelMin) schedule(static)
@@ -142,7 +138,7 @@ void CpuOps::scale(Buffer& y, part::Range r, float a) {
 // --- Statistics ---
 
 Stats CpuOps::stats(const Buffer& x, part::Range r) {
-  check_range(x, r, "stats");
+  check::range("stats", x.size(), r);
   Stats s;
   s.count = r.size();
   if (r.size() <= 0) return s;
@@ -179,27 +175,27 @@ Stats CpuOps::stats(const Buffer& x, part::Range r) {
 }
 
 int64_t CpuOps::count_abs(const Buffer& x, part::Range r, float tau, bool strict) {
-  check_range(x, r, "count_abs");
+  check::range("count_abs", x.size(), r);
   return select::count_abs(f32(x), r.begin, r.end, tau, strict);
 }
 
 // --- Selection ---
 
 void CpuOps::select_abs(const Buffer& x, part::Range r, float tau, bool strict, Buffer& out) {
-  check_range(x, r, "select_abs");
+  check::range("select_abs", x.size(), r);
   select::abs_threshold(f32(x), r.begin, r.end, tau, strict, scratch_);
   put_indices(scratch_, out);
 }
 
 void CpuOps::threshold_select(const Buffer& x, part::Range owned, float tau, int64_t t,
                               Buffer& out) {
-  check_range(x, owned, "threshold_select");
+  check::range("threshold_select", x.size(), owned);
   select::threshold_select_cpu(f32(x), owned, tau, t, scratch_);
   put_indices(scratch_, out);
 }
 
 float CpuOps::topk_abs(const Buffer& x, part::Range r, int64_t k, Buffer& out) {
-  check_range(x, r, "topk_abs");
+  check::range("topk_abs", x.size(), r);
   const float tau = select::topk_abs(f32(x) + r.begin, r.size(), k, scratch_);
   put_indices(scratch_, out);
   if (r.begin != 0) offset_indices(out, static_cast<int32_t>(r.begin));

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/kernels/blas.h"
 #include "core/rng.h"
+#include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/kernels/select_cpu.h"
 
@@ -132,8 +133,7 @@ struct CpuOps::FftCache {
 
 void CpuOps::dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) {
   const int64_t n = x.size();
-  ST_CHECK(u.size() == n && v.size() == n && seen.size() == n, "bulk::Ops::dgc_momentum: x of ", n,
-           " elements, state of ", u.size(), ", ", v.size(), ", ", seen.size());
+  check::dgc_state(n, u, v, seen);
   const float* xp = f32(x);
   float* up = f32(u);
   float* acc = f32(v);
@@ -151,8 +151,7 @@ void CpuOps::dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer
 float CpuOps::vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch,
                        float alpha, float zeta, float tau, Buffer& v, Buffer& out) {
   const int64_t n = x.size();
-  ST_CHECK(v.size() == n && (aux || grad), "bulk::Ops::vgc_test: x of ", n, " elements, v of ",
-           v.size(), aux || grad ? "" : ", neither aux nor grad");
+  check::vgc_inputs(n, v, aux || grad);
   const float* xp = f32(x);
   const float* ap = aux ? f32(*aux) : nullptr;
   const float* gp = grad ? f32(*grad) : nullptr;
@@ -215,8 +214,7 @@ void CpuOps::vgc_pack(const Buffer& x, const Buffer& idx, float scale, int index
 
 void CpuOps::vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int index_bits,
                         Buffer& idx, Buffer& values) {
-  ST_CHECK(count >= 1 && offset >= 0 && offset + count <= words.size(),
-           "bulk::Ops::vgc_unpack: ", count, " words from ", offset, " of ", words.size());
+  check::vgc_words(words, offset, count);
   const auto* w = static_cast<const uint32_t*>(memory(words)) + offset;
   const float scale = bits_float(w[0]);
   const int64_t m = count - 1;
@@ -349,8 +347,7 @@ void CpuOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buffe
 void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& words,
                         int64_t scales_at, Buffer& values) {
   const int64_t n = codes.size(), groups = q.groups(n);
-  ST_CHECK(scales_at >= 0 && scales_at + groups <= words.size(), "bulk::Ops::dequantize: ", groups,
-           " scales from ", scales_at, " of ", words.size(), " words");
+  check::scale_words(groups, scales_at, words);
   const int bits = q.bits();
   resize(values, Elem::F32, n);
   const auto* cp = static_cast<const uint32_t*>(memory(codes));
@@ -387,10 +384,8 @@ void CpuOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& w
 // 32 codes of `bits` bits fill exactly `bits` words, so groups of 32 codes pack (and
 // unpack) independently: the parallel loops give the serial stream's words.
 void CpuOps::pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at) {
-  ST_CHECK(bits >= 1 && bits <= 32, "bulk::Ops::pack_bits: ", bits, " bits per code");
-  const int64_t n = codes.size(), nw = (n * bits + 31) / 32;
-  ST_CHECK(at >= 0 && at + nw <= words.size(), "bulk::Ops::pack_bits: ", nw, " words from ", at,
-           " of ", words.size());
+  const int64_t n = codes.size();
+  check::packed_words("pack_bits", bits, n, at, words);
   const auto* cp = static_cast<const uint32_t*>(memory(codes));
   auto* wp = static_cast<uint32_t*>(memory(words)) + at;
   const uint32_t mask = code_mask(bits);
@@ -415,10 +410,7 @@ void CpuOps::pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at)
 }
 
 void CpuOps::unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits, Buffer& codes) {
-  ST_CHECK(bits >= 1 && bits <= 32, "bulk::Ops::unpack_bits: ", bits, " bits per code");
-  const int64_t nw = (count * bits + 31) / 32;
-  ST_CHECK(at >= 0 && count >= 0 && at + nw <= words.size(), "bulk::Ops::unpack_bits: ", count,
-           " codes of ", bits, " bits from word ", at, " of ", words.size());
+  check::packed_words("unpack_bits", bits, count, at, words);
   resize(codes, Elem::U32, count);
   const auto* wp = static_cast<const uint32_t*>(memory(words)) + at;
   auto* cp = static_cast<uint32_t*>(memory(codes));
@@ -468,8 +460,7 @@ void CpuOps::range_float_dequantize(const quant::RangeFloat& f, const Buffer& co
 }
 
 float CpuOps::abs_min_nonzero(const Buffer& x, part::Range r) {
-  ST_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= x.size(),
-           "bulk::Ops::abs_min_nonzero: range [", r.begin, ", ", r.end, ") outside ", x.size());
+  check::range("abs_min_nonzero", x.size(), r);
   const float* xp = f32(x);
   float mn = 0;
   for (int64_t i = r.begin; i < r.end; ++i) {
@@ -481,26 +472,12 @@ float CpuOps::abs_min_nonzero(const Buffer& x, part::Range r) {
 
 // --- FFT ---
 
-namespace {
-
-// Every piece's real range and half spectrum must lie inside their buffers.
-void check_pieces(const char* op, const std::vector<FftPiece>& pieces, int64_t real_size,
-                  int64_t coef_size) {
-  for (const FftPiece& p : pieces)
-    ST_CHECK(
-        p.begin >= 0 && p.begin + p.len <= real_size && p.coef + 2 * (p.len / 2 + 1) <= coef_size,
-        "bulk::Ops::", op, ": piece [", p.begin, ", +", p.len, ") with coefficients at ", p.coef,
-        " outside ", real_size, " / ", coef_size);
-}
-
-}  // namespace
-
 void CpuOps::rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer& coef) {
   if (!fft_) fft_ = std::make_shared<FftCache>();
   fft_->prepare(pieces);
   const float* xp = f32(x);
   float* cp = f32(coef);
-  check_pieces("rfft", pieces, x.size(), coef.size());
+  check::fft_pieces("rfft", pieces, x.size(), coef.size());
   const int64_t np = static_cast<int64_t>(pieces.size());
   FftCache& cache = *fft_;
 #pragma omp parallel for schedule(dynamic) if (np > 1)
@@ -522,7 +499,7 @@ void CpuOps::irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buff
   fft_->prepare(pieces);
   const float* cp = f32(coef);
   float* op = f32(out);
-  check_pieces("irfft", pieces, out.size(), coef.size());
+  check::fft_pieces("irfft", pieces, out.size(), coef.size());
   const int64_t np = static_cast<int64_t>(pieces.size());
   FftCache& cache = *fft_;
 #pragma omp parallel for schedule(dynamic) if (np > 1)
@@ -552,15 +529,7 @@ void CpuOps::sq_magnitudes(const Buffer& coef, Buffer& mag) {
 
 float CpuOps::topk_abs_ranges(const Buffer& x, const std::vector<TopkRange>& ranges, Buffer& out) {
   const float* xp = f32(x);
-  int64_t total = 0, last = 0;
-  for (const TopkRange& r : ranges) {
-    ST_CHECK(r.begin >= last && r.end <= x.size() && r.k >= 1 && r.k <= r.end - r.begin,
-             "bulk::Ops::topk_abs_ranges: range [", r.begin, ", ", r.end, ") with k = ", r.k,
-             " in a buffer of ", x.size());
-    last = r.end;
-    total += r.k;
-  }
-  resize(out, Elem::I32, total);
+  resize(out, Elem::I32, check::topk_ranges(ranges, x.size()));
   int32_t* o = i32(out);
   float cut = std::numeric_limits<float>::infinity();
   for (const TopkRange& r : ranges) {
@@ -587,10 +556,7 @@ void CpuOps::pair_indices(const Buffer& idx, Buffer& out) {
 void CpuOps::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const Buffer& A, int64_t a_off, const Buffer& B, int64_t b_off, float beta,
                   Buffer& C, int64_t c_off) {
-  ST_CHECK(a_off >= 0 && a_off + m * k <= A.size() && b_off >= 0 && b_off + k * n <= B.size() &&
-               c_off >= 0 && c_off + m * n <= C.size(),
-           "bulk::Ops::gemm: ", m, "x", k, " times ", k, "x", n, " outside buffers of ", A.size(),
-           ", ", B.size(), ", ", C.size());
+  check::gemm_shapes(m, n, k, A, a_off, B, b_off, C, c_off);
   if (m == 0 || n == 0) return;
   cpu::gemm(trans_a, trans_b, m, n, k, alpha, f32(A) + a_off, f32(B) + b_off, beta, f32(C) + c_off);
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/kernels/select_cpu.h"
 
@@ -72,8 +73,7 @@ sidco::Moments all_block(const float* v, int64_t b, int64_t end) {
 }  // namespace
 
 sidco::Moments CpuOps::exceed_moments(const Buffer& x, part::Range r, float tau, double log_scale) {
-  ST_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= x.size(), "bulk::Ops::exceed_moments: [",
-           r.begin, ", ", r.end, ") outside a buffer of ", x.size(), " elements");
+  check::range("exceed_moments", x.size(), r);
   const float* v = f32(x) + r.begin;
   if (tau < 0 && log_scale > 0)
     return reduce_blocks(r.size(), [v, log_scale](int64_t b, int64_t end, sidco::Moments& m) {
@@ -94,10 +94,8 @@ sidco::Moments CpuOps::exceed_moments(const Buffer& x, part::Range r, float tau,
 // in block order, so the output is ascending and independent of the thread count.
 sidco::Moments CpuOps::exceed_compact(const Buffer& x, part::Range r, float tau, const Buffer* pos,
                                       Buffer& out_idx, Buffer& out_vals) {
-  ST_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= x.size(), "bulk::Ops::exceed_compact: [",
-           r.begin, ", ", r.end, ") outside a buffer of ", x.size(), " elements");
-  ST_CHECK(!pos || pos->size() >= r.end, "bulk::Ops::exceed_compact: ", pos ? pos->size() : 0,
-           " positions for a range ending at ", r.end);
+  check::range("exceed_compact", x.size(), r);
+  check::positions_cover(pos, r);
   const float* v = f32(x);
   const int64_t len = r.size(), nb = (len + kBlock - 1) / kBlock;
   std::vector<std::vector<int32_t>>& parts = block_hits_;

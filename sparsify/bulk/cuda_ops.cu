@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cuda_ops_detail.cuh"
 
 namespace st::bulk {
@@ -198,7 +199,7 @@ void CudaOps::copy(const Buffer& src, int64_t src_begin, Buffer& dst, int64_t ds
 }
 
 void CudaOps::fill(Buffer& b, part::Range r, float v) {
-  detail::check_range(b.size(), r, "fill");
+  check::range("fill", b.size(), r);
   cuda::DeviceGuard guard(dev());
   launch(r.size(), cuda::current_stream(dev()), fill_kernel, f32(b) + r.begin, v);
 }
@@ -212,8 +213,8 @@ void CudaOps::iota(Buffer& out, int64_t n, int32_t start) {
 // --- Element-wise ---
 
 void CudaOps::axpy(float a, const Buffer& x, part::Range r, Buffer& y) {
-  detail::check_range(x.size(), r, "axpy");
-  detail::check_range(y.size(), r, "axpy");
+  check::range("axpy", x.size(), r);
+  check::range("axpy", y.size(), r);
   cuda::DeviceGuard guard(dev());
   const cudaStream_t s = cuda::current_stream(dev());
   if (a == 1.0f) {  // error feedback, x += g: a plain add, as on the CPU
@@ -224,7 +225,7 @@ void CudaOps::axpy(float a, const Buffer& x, part::Range r, Buffer& y) {
 }
 
 void CudaOps::scale(Buffer& y, part::Range r, float a) {
-  detail::check_range(y.size(), r, "scale");
+  check::range("scale", y.size(), r);
   cuda::DeviceGuard guard(dev());
   launch(r.size(), cuda::current_stream(dev()), scale_kernel, f32(y) + r.begin, a);
 }

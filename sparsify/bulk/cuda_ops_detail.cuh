@@ -48,11 +48,6 @@ class Scratch {
   Storage mem_;
 };
 
-inline void check_range(int64_t size, part::Range r, const char* op) {
-  ST_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= size, "bulk::CudaOps::", op, ": range [",
-           r.begin, ", ", r.end, ") outside a buffer of ", size, " elements");
-}
-
 // Bits needed for positions in [0, domain): the radix sorts look at no more.
 inline int position_bits(int64_t domain) {
   int bits = 1;

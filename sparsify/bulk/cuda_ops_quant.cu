@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/cuda/check.h"
+#include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cuda_ops.h"
 #include "sparsify/bulk/cuda_ops_detail.cuh"
 #include "sparsify/kernels/quantize_cuda.h"
@@ -15,18 +16,8 @@ namespace st::bulk {
 
 namespace {
 
-// Every piece's real range and half spectrum must lie inside their buffers.
-void check_pieces(const char* op, const std::vector<FftPiece>& pieces, int64_t real_size,
-                  int64_t coef_size) {
-  for (const FftPiece& p : pieces)
-    ST_CHECK(
-        p.begin >= 0 && p.begin + p.len <= real_size && p.coef + 2 * (p.len / 2 + 1) <= coef_size,
-        "bulk::CudaOps::", op, ": piece [", p.begin, ", +", p.len, ") with coefficients at ",
-        p.coef, " outside ", real_size, " / ", coef_size);
-}
-
 int blas_int(int64_t v, const char* what) {
-  ST_CHECK(v >= 0 && v <= INT_MAX, "bulk::CudaOps::gemm: ", what, " = ", v,
+  ST_CHECK(v >= 0 && v <= INT_MAX, "bulk::Ops::gemm: ", what, " = ", v,
            " exceeds cuBLAS's int range");
   return static_cast<int>(v);
 }
@@ -35,8 +26,7 @@ int blas_int(int64_t v, const char* what) {
 
 void CudaOps::dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen) {
   const int64_t n = x.size();
-  ST_CHECK(u.size() == n && v.size() == n && seen.size() == n, "bulk::CudaOps::dgc_momentum: x of ",
-           n, " elements, state of ", u.size(), ", ", v.size(), ", ", seen.size());
+  check::dgc_state(n, u, v, seen);
   if (n == 0) return;
   cuda::DeviceGuard guard(dev());
   quant::dgc_momentum_cuda(m, f32(x), n, f32(u), f32(v), f32(seen));
@@ -45,8 +35,7 @@ void CudaOps::dgc_momentum(float m, const Buffer& x, Buffer& u, Buffer& v, Buffe
 float CudaOps::vgc_test(const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch,
                         float alpha, float zeta, float tau, Buffer& v, Buffer& out) {
   const int64_t n = x.size();
-  ST_CHECK(v.size() == n && (aux || grad), "bulk::CudaOps::vgc_test: x of ", n, " elements, v of ",
-           v.size(), aux || grad ? "" : ", neither aux nor grad");
+  check::vgc_inputs(n, v, aux || grad);
   resize(out, Elem::I32, n);
   if (n == 0) return 0.0f;
   cuda::DeviceGuard guard(dev());
@@ -69,8 +58,7 @@ void CudaOps::vgc_pack(const Buffer& x, const Buffer& idx, float scale, int inde
 
 void CudaOps::vgc_unpack(const Buffer& words, int64_t offset, int64_t count, int index_bits,
                          Buffer& idx, Buffer& values) {
-  ST_CHECK(count >= 1 && offset >= 0 && offset + count <= words.size(),
-           "bulk::CudaOps::vgc_unpack: ", count, " words from ", offset, " of ", words.size());
+  check::vgc_words(words, offset, count);
   resize(idx, Elem::I32, count - 1);
   resize(values, Elem::F32, count - 1);
   cuda::DeviceGuard guard(dev());
@@ -91,9 +79,7 @@ void CudaOps::quantize(const QuantSpec& q, const Buffer& x, Buffer& scales, Buff
 void CudaOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& words,
                          int64_t scales_at, Buffer& values) {
   const int64_t n = codes.size(), groups = q.groups(n);
-  ST_CHECK(scales_at >= 0 && scales_at + groups <= words.size(),
-           "bulk::CudaOps::dequantize: ", groups, " scales from ", scales_at, " of ", words.size(),
-           " words");
+  check::scale_words(groups, scales_at, words);
   resize(values, Elem::F32, n);
   if (n == 0) return;
   cuda::DeviceGuard guard(dev());
@@ -101,20 +87,15 @@ void CudaOps::dequantize(const QuantSpec& q, const Buffer& codes, const Buffer& 
 }
 
 void CudaOps::pack_bits(const Buffer& codes, int bits, Buffer& words, int64_t at) {
-  ST_CHECK(bits >= 1 && bits <= 32, "bulk::CudaOps::pack_bits: ", bits, " bits per code");
-  const int64_t n = codes.size(), nw = (n * bits + 31) / 32;
-  ST_CHECK(at >= 0 && at + nw <= words.size(), "bulk::CudaOps::pack_bits: ", nw, " words from ", at,
-           " of ", words.size());
+  const int64_t n = codes.size();
+  check::packed_words("pack_bits", bits, n, at, words);
   if (n == 0) return;
   cuda::DeviceGuard guard(dev());
   quant::pack_bits_cuda(u32(codes), n, bits, u32(words) + at);
 }
 
 void CudaOps::unpack_bits(const Buffer& words, int64_t at, int64_t count, int bits, Buffer& codes) {
-  ST_CHECK(bits >= 1 && bits <= 32, "bulk::CudaOps::unpack_bits: ", bits, " bits per code");
-  const int64_t nw = (count * bits + 31) / 32;
-  ST_CHECK(at >= 0 && count >= 0 && at + nw <= words.size(), "bulk::CudaOps::unpack_bits: ", count,
-           " codes of ", bits, " bits from word ", at, " of ", words.size());
+  check::packed_words("unpack_bits", bits, count, at, words);
   resize(codes, Elem::U32, count);
   if (count == 0) return;
   cuda::DeviceGuard guard(dev());
@@ -141,7 +122,7 @@ void CudaOps::range_float_dequantize(const quant::RangeFloat& f, const Buffer& c
 }
 
 float CudaOps::abs_min_nonzero(const Buffer& x, part::Range r) {
-  detail::check_range(x.size(), r, "abs_min_nonzero");
+  check::range("abs_min_nonzero", x.size(), r);
   if (r.size() <= 0) return 0.0f;
   cuda::DeviceGuard guard(dev());
   return quant::abs_min_nonzero_cuda(f32(x) + r.begin, r.size());
@@ -150,7 +131,7 @@ float CudaOps::abs_min_nonzero(const Buffer& x, part::Range r) {
 // --- FFT ---
 
 void CudaOps::rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer& coef) {
-  check_pieces("rfft", pieces, x.size(), coef.size());
+  check::fft_pieces("rfft", pieces, x.size(), coef.size());
   if (pieces.empty()) return;
   cuda::DeviceGuard guard(dev());
   if (!fft_) fft_ = std::make_unique<fft::CufftPlans>();
@@ -158,7 +139,7 @@ void CudaOps::rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer&
 }
 
 void CudaOps::irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buffer& out) {
-  check_pieces("irfft", pieces, out.size(), coef.size());
+  check::fft_pieces("irfft", pieces, out.size(), coef.size());
   if (pieces.empty()) return;
   cuda::DeviceGuard guard(dev());
   if (!fft_) fft_ = std::make_unique<fft::CufftPlans>();
@@ -180,15 +161,7 @@ void CudaOps::sq_magnitudes(const Buffer& coef, Buffer& mag) {
 // Per range: topk_abs when k < length; when k is the whole range, every position, and the
 // k-th largest is the smallest |x| (topk_abs_among over all of them), as on the CPU.
 float CudaOps::topk_abs_ranges(const Buffer& x, const std::vector<TopkRange>& ranges, Buffer& out) {
-  int64_t total = 0, last = 0;
-  for (const TopkRange& r : ranges) {
-    ST_CHECK(r.begin >= last && r.end <= x.size() && r.k >= 1 && r.k <= r.end - r.begin,
-             "bulk::CudaOps::topk_abs_ranges: range [", r.begin, ", ", r.end, ") with k = ", r.k,
-             " in a buffer of ", x.size());
-    last = r.end;
-    total += r.k;
-  }
-  resize(out, Elem::I32, total);
+  resize(out, Elem::I32, check::topk_ranges(ranges, x.size()));
   float cut = std::numeric_limits<float>::infinity();
   Buffer one, all;
   int64_t at = 0;
@@ -223,10 +196,7 @@ void CudaOps::pair_indices(const Buffer& idx, Buffer& out) {
 void CudaOps::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                    const Buffer& A, int64_t a_off, const Buffer& B, int64_t b_off, float beta,
                    Buffer& C, int64_t c_off) {
-  ST_CHECK(a_off >= 0 && a_off + m * k <= A.size() && b_off >= 0 && b_off + k * n <= B.size() &&
-               c_off >= 0 && c_off + m * n <= C.size(),
-           "bulk::CudaOps::gemm: ", m, "x", k, " times ", k, "x", n, " outside buffers of ",
-           A.size(), ", ", B.size(), ", ", C.size());
+  check::gemm_shapes(m, n, k, A, a_off, B, b_off, C, c_off);
   if (m == 0 || n == 0) return;
   const int mi = blas_int(m, "m"), ni = blas_int(n, "n"), ki = blas_int(k, "k");
   cuda::DeviceGuard guard(dev());

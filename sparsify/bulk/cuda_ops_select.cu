@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cuda_ops.h"
 #include "sparsify/bulk/cuda_ops_detail.cuh"
 #include "sparsify/kernels/select_cuda.h"
@@ -100,7 +101,7 @@ float key_value(uint32_t key) {
 // --- Statistics ---
 
 Stats CudaOps::stats(const Buffer& x, part::Range r) {
-  detail::check_range(x.size(), r, "stats");
+  check::range("stats", x.size(), r);
   Stats s;
   s.count = r.size();
   if (r.size() <= 0) return s;
@@ -127,7 +128,7 @@ Stats CudaOps::stats(const Buffer& x, part::Range r) {
 }
 
 int64_t CudaOps::count_abs(const Buffer& x, part::Range r, float tau, bool strict) {
-  detail::check_range(x.size(), r, "count_abs");
+  check::range("count_abs", x.size(), r);
   if (r.size() <= 0) return 0;
   cuda::DeviceGuard guard(dev());
   return select::count_abs_cuda(f32(x) + r.begin, r.size(), tau, strict);
@@ -136,7 +137,7 @@ int64_t CudaOps::count_abs(const Buffer& x, part::Range r, float tau, bool stric
 // --- Selection ---
 
 void CudaOps::select_abs(const Buffer& x, part::Range r, float tau, bool strict, Buffer& out) {
-  detail::check_range(x.size(), r, "select_abs");
+  check::range("select_abs", x.size(), r);
   resize(out, Elem::I32, r.size());
   if (r.size() <= 0) return;
   cuda::DeviceGuard guard(dev());
@@ -148,7 +149,7 @@ void CudaOps::select_abs(const Buffer& x, part::Range r, float tau, bool strict,
 
 void CudaOps::threshold_select(const Buffer& x, part::Range owned, float tau, int64_t t,
                                Buffer& out) {
-  detail::check_range(x.size(), owned, "threshold_select");
+  check::range("threshold_select", x.size(), owned);
   resize(out, Elem::I32, std::max<int64_t>(1, owned.size()));
   cuda::DeviceGuard guard(dev());
   // Empty partitions give 0; otherwise the passing positions or the one fallback position.
@@ -157,7 +158,7 @@ void CudaOps::threshold_select(const Buffer& x, part::Range owned, float tau, in
 }
 
 float CudaOps::topk_abs(const Buffer& x, part::Range r, int64_t k, Buffer& out) {
-  detail::check_range(x.size(), r, "topk_abs");
+  check::range("topk_abs", x.size(), r);
   const int64_t n = r.size();
   if (k <= 0 || n <= 0) {
     resize(out, Elem::I32, 0);

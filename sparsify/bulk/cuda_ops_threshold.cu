@@ -2,6 +2,7 @@
 // moments are sidco::moments_cuda's (sums in double by atomics: the last bits may differ
 // from the CPU's block order, as the interface allows); the compaction is select_abs's
 // stable CUB selection, so positions and values are exact and ascending.
+#include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cuda_ops.h"
 #include "sparsify/bulk/cuda_ops_detail.cuh"
 #include "sparsify/kernels/quantize_cuda.h"
@@ -19,7 +20,7 @@ __global__ void map_positions_kernel(const int32_t* pos, int32_t* idx, int64_t m
 
 sidco::Moments CudaOps::exceed_moments(const Buffer& x, part::Range r, float tau,
                                        double log_scale) {
-  detail::check_range(x.size(), r, "exceed_moments");
+  check::range("exceed_moments", x.size(), r);
   if (r.size() <= 0) return sidco::Moments{};
   cuda::DeviceGuard guard(dev());
   return sidco::moments_cuda(f32(x) + r.begin, r.size(), tau, log_scale);
@@ -27,10 +28,9 @@ sidco::Moments CudaOps::exceed_moments(const Buffer& x, part::Range r, float tau
 
 sidco::Moments CudaOps::exceed_compact(const Buffer& x, part::Range r, float tau, const Buffer* pos,
                                        Buffer& out_idx, Buffer& out_vals) {
-  detail::check_range(x.size(), r, "exceed_compact");
-  ST_CHECK(!pos || pos->size() >= r.end, "bulk::CudaOps::exceed_compact: ", pos ? pos->size() : 0,
-           " positions for a range ending at ", r.end);
-  ST_CHECK(tau >= 0, "bulk::CudaOps::exceed_compact: threshold ", tau, " < 0");
+  check::range("exceed_compact", x.size(), r);
+  check::positions_cover(pos, r);
+  ST_CHECK(tau >= 0, "bulk::Ops::exceed_compact: threshold ", tau, " < 0");
   const sidco::Moments m = exceed_moments(x, r, tau, 0);
   select_abs(x, r, tau, /*strict=*/true, out_idx);  // positions in x, ascending
   gather(x, out_idx, out_vals);

@@ -24,6 +24,7 @@
 #include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/sparsify/heavy_tailed.h"
 
 namespace st::test {
 namespace {
@@ -74,14 +75,6 @@ void expect_phases_consistent(const SparsifyStats& s) {
 Communicator& world() {
   static std::unique_ptr<Communicator> comm = make_communicator("auto");
   return *comm;
-}
-
-// Heavy-tailed gradients (normal times |normal|), different on every rank and step.
-Tensor gradient(int64_t n, int rank, int64_t t, int bucket) {
-  Rng rng(1000003ull * rank + 7919ull * t + bucket);
-  Tensor g = Tensor::empty({n});
-  for (int64_t i = 0; i < n; ++i) g.f32()[i] = rng.normal() * std::abs(rng.normal()) * 0.01f;
-  return g;
 }
 
 std::vector<double> sum_over_ranks(const std::vector<double>& v) {

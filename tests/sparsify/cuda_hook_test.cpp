@@ -17,6 +17,7 @@
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/sparsify/heavy_tailed.h"
 
 namespace st::test {
 namespace {
@@ -42,14 +43,6 @@ std::string gpu_skip_reason() {
 Communicator& gpu_comm() {
   static std::unique_ptr<Communicator> comm = make_communicator("nccl");
   return *comm;
-}
-
-// Heavy-tailed gradients (normal times |normal|), different on every rank and step.
-Tensor gradient(int64_t n, int rank, int64_t t, int bucket) {
-  Rng rng(1000003ull * rank + 7919ull * t + bucket);
-  Tensor g = Tensor::empty({n});
-  for (int64_t i = 0; i < n; ++i) g.f32()[i] = rng.normal() * std::abs(rng.normal()) * 0.01f;
-  return g;
 }
 
 // Methods whose every decision is a comparison, a sort or a count: CpuOps and CudaOps

@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <charconv>
+#include <filesystem>
 #include <system_error>
 
 #include "core/safetensors.h"
@@ -62,6 +63,21 @@ void save_checkpoint(const std::string& path, Layer& model, const Optimizer* opt
   f.metadata["batch"] = std::to_string(pos.batch);
   f.metadata["step"] = std::to_string(pos.step);
   save_safetensors(path, f);
+}
+
+std::string epoch_end_path(const std::string& checkpoint_path) {
+  return (std::filesystem::path(checkpoint_path).parent_path() / "epoch_end.safetensors").string();
+}
+
+void copy_checkpoint(const std::string& from, const std::string& to) {
+  const std::string tmp = to + ".tmp";
+  std::error_code ec;
+  std::filesystem::copy_file(from, tmp, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(tmp, to, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    ST_THROW("copying checkpoint ", from, " to ", to, ": ", ec.message());
+  }
 }
 
 TrainPosition load_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer,

@@ -31,6 +31,14 @@ void save_checkpoint(const std::string& path, Layer& model, const Optimizer* opt
                      const TrainPosition& pos, const std::map<std::string, std::string>& meta,
                      const std::vector<std::pair<std::string, Tensor>>& extra = {});
 
+// The file beside a run's checkpoint that keeps its last epoch-end state
+// ("<dir>/epoch_end.safetensors"): mid-epoch checkpoints replace checkpoint.safetensors,
+// and only an epoch-end one resumes on another number of ranks or batch size.
+std::string epoch_end_path(const std::string& checkpoint_path);
+// Copies `from` to `to` through a temporary file and a rename, so `to` is always a whole
+// checkpoint (the previous one until the copy is complete).
+void copy_checkpoint(const std::string& from, const std::string& to);
+
 // Restores model (and optimiser when given) in place; returns the position. Errors name
 // the file and the tensor that is missing or has the wrong shape.
 // `check`, when given, sees the metadata and position after the file is read and before

@@ -80,8 +80,9 @@ class StopSignals {
 const char* kEpochSums = "epoch_sums";
 
 // The files a run writes into --out.
-const char* const kRunFiles[] = {"config.json", "iterations.csv", "iterations.jsonl",
-                                 "epochs.csv",  "epochs.jsonl",   "checkpoint.safetensors"};
+const char* const kRunFiles[] = {"config.json",          "iterations.csv", "iterations.jsonl",
+                                 "epochs.csv",           "epochs.jsonl",   "checkpoint.safetensors",
+                                 "epoch_end.safetensors"};
 
 // A second run into a folder that holds one would truncate its metrics and replace its
 // checkpoint: that takes --resume (continue it) or --overwrite (replace it).
@@ -115,9 +116,12 @@ void check_resume_compatible(const TrainConfig& c, const std::map<std::string, s
   }
   for (const char* key : {"world_size", "batch_size", "accum_steps"}) {
     const std::string *a = meta_find(saved, key), *b = meta_find(now, key);
+    const std::string epoch_end = epoch_end_path(c.resume);
     ST_CHECK(!a || !b || *a == *b || pos.batch == 0, c.resume, ": a mid-epoch checkpoint with ",
              key, " ", *a, " resumes only with the same ", key, ", not ", *b,
-             " (a checkpoint at an epoch end can)");
+             fs::exists(epoch_end) && epoch_end != c.resume
+                 ? " (resume the last epoch end, " + epoch_end + ", instead)"
+                 : std::string(" (a checkpoint at an epoch end can)"));
   }
   const std::string* method = meta_find(saved, "sparsifier");
   ST_CHECK(!method || *method == "none" || c.sparsifier != "none", c.resume,
@@ -387,7 +391,11 @@ void TrainingLoop::checkpoint(const TrainPosition& at) {
   precision_.save(meta);
   if (sparsify_)
     for (auto& entry : gather_sparsify_state(*sparsify_, comm_)) extra.push_back(std::move(entry));
-  if (leader_) save_checkpoint(ckpt_path_, task_.model(), optimizer_.get(), at, meta, extra);
+  if (!leader_) return;
+  save_checkpoint(ckpt_path_, task_.model(), optimizer_.get(), at, meta, extra);
+  // Kept beside it until the next epoch end: the state a resume on another number of
+  // ranks (or batch size) starts from, after mid-epoch checkpoints replaced this one.
+  if (at.batch == 0) copy_checkpoint(ckpt_path_, epoch_end_path(ckpt_path_));
 }
 
 bool TrainingLoop::micro_batch(int64_t epoch, int64_t b, int k, StepLoss& s, StepTimes& t) {

@@ -4,8 +4,9 @@
 #    notes that the residual sums over the ranks were kept (checked here to 1e-5 of the
 #    largest sum), and the epochs continue with each world's own steps per epoch;
 #  - a dense run resumes on another world size at an epoch end;
-#  - refused in one line: a mid-epoch checkpoint on another world size, and VGC (per-rank
-#    variances) on another world size.
+#  - refused in one line: a mid-epoch checkpoint on another world size (naming the last
+#    epoch end, kept as epoch_end.safetensors, when there is one, which then resumes), and
+#    VGC (per-rank variances) on another world size.
 #   tests/apps/resume_world_test.sh path/to/sparsetrain path/to/mpirun
 set -uo pipefail
 bin=$1
@@ -65,7 +66,20 @@ expect_refusal() {
 mid=("${common[@]}" --out "$tmp/mid")
 run 2 mid1 "${mid[@]}" --epochs 1 --max-iters 5 || fail "mid-epoch stop: $(tail -n 3 "$tmp/mid1.log")"
 run 4 mid2 "${mid[@]}" --epochs 1 --resume "$tmp/mid/checkpoint.safetensors" && fail "mid-epoch resume on 4 ranks ran"
-expect_refusal mid2 "a mid-epoch checkpoint with world_size 2 resumes only with the same world_size, not 4"
+expect_refusal mid2 "a mid-epoch checkpoint with world_size 2 resumes only with the same world_size, not 4 (a checkpoint at an epoch end can)"
+
+# Lost a node mid-epoch: the refusal names the last epoch end, kept beside the checkpoint,
+# which resumes on 4 ranks; the metrics are cut back to it (no step twice).
+late=("${common[@]}" --sparsifier micro --density 0.05 --out "$tmp/late")
+run 2 late1 "${late[@]}" --epochs 2 --max-iters 20 || fail "2 ranks to step 20: $(tail -n 3 "$tmp/late1.log")"
+[[ -s $tmp/late/epoch_end.safetensors ]] || fail "no epoch_end.safetensors after an epoch end"
+run 4 late2 "${late[@]}" --epochs 2 --resume "$tmp/late/checkpoint.safetensors" && fail "mid-epoch resume on 4 ranks ran"
+expect_refusal late2 "resume the last epoch end, $tmp/late/epoch_end.safetensors, instead"
+run 4 late3 "${late[@]}" --epochs 2 --resume "$tmp/late/epoch_end.safetensors" ||
+  fail "epoch-end resume on 4 ranks: $(tail -n 3 "$tmp/late3.log")"
+check_note late3 2 4
+steps=$(cut -d, -f3 "$tmp/late/iterations.csv" | tail -n +2 | tr '\n' ' ')
+[[ $steps == "$(seq -s ' ' 1 24) " ]] || fail "late: iteration steps $steps"
 
 vgc=("${common[@]}" --sparsifier vgc --out "$tmp/vgc")
 run 2 vgc1 "${vgc[@]}" --epochs 1 || fail "vgc on 2 ranks: $(tail -n 3 "$tmp/vgc1.log")"

@@ -10,6 +10,8 @@
 #include <cstdint>
 #endif
 
+#include "core/device.h"
+
 namespace st {
 
 CommWorker::CommWorker() : thread_([this] { loop(); }) {}
@@ -24,7 +26,12 @@ CommWorker::~CommWorker() {
 }
 
 Work CommWorker::submit(std::function<void()> fn) {
-  std::packaged_task<void()> task(std::move(fn));
+  // The process's device may be chosen after this thread started: each task binds it
+  // first (free once done); without it the thread's CUDA calls would use GPU 0.
+  std::packaged_task<void()> task([fn = std::move(fn)] {
+    bind_thread_to_process_device();
+    fn();
+  });
   Work w(task.get_future().share());
   {
     std::lock_guard<std::mutex> lock(mu_);

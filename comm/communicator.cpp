@@ -7,6 +7,7 @@
 
 #include "comm/local_communicator.h"
 #include "comm/mpi_communicator.h"
+#include "comm/split_communicator.h"
 #include "core/error.h"
 
 namespace st {
@@ -77,15 +78,35 @@ bool launched_by_mpi() {
   return false;
 }
 
-std::unique_ptr<Communicator> make_communicator(const std::string& backend) {
-  if (backend == "local") return std::make_unique<LocalCommunicator>();
-  if (backend == "mpi") return std::make_unique<MpiCommunicator>();
-  if (backend == "auto") {
-    if (launched_by_mpi()) return std::make_unique<MpiCommunicator>();
+std::string resolve_backend(const std::string& requested, bool launched, const Device& device) {
+  ST_CHECK(requested == "auto" || requested == "mpi" || requested == "nccl" || requested == "local",
+           "--comm: unknown backend '", requested, "' (auto, mpi, nccl, local)");
+  if (requested == "auto") {
+    if (!launched) return "local";
+    return device.is_cpu() ? "mpi" : "nccl";
+  }
+  ST_CHECK(requested != "mpi" || device.is_cpu(), "--comm mpi carries host memory only, not ",
+           device.str(), " tensors: use --comm nccl (or auto) with --device ", device.str());
+  ST_CHECK(requested != "nccl" || !device.is_cpu(),
+           "--comm nccl carries device memory only: use it with --device cuda, not ", device.str());
+  return requested;
+}
+
+std::unique_ptr<Communicator> make_communicator(const std::string& backend,
+                                                const std::string& device) {
+  const bool launched = launched_by_mpi();
+  if (backend == "local" || (backend == "auto" && !launched)) {
+    resolve_backend(backend, launched, parse_device(device));
     return std::make_unique<LocalCommunicator>();
   }
-  if (backend == "nccl") return make_nccl_communicator();
-  ST_THROW("--comm: unknown backend '", backend, "' (auto, mpi, nccl, local)");
+  // A device index needs the node placement, which the MPI bootstrap knows.
+  auto host = std::make_unique<MpiCommunicator>();
+  // "--comm nccl" without a device means this rank's GPU.
+  const std::string spec = backend == "nccl" && device == "cpu" ? "cuda" : device;
+  const Device d = parse_device(spec, host->placement());
+  if (resolve_backend(backend, launched, d) == "mpi") return host;
+  auto nccl = make_nccl_communicator(*host, d.index);
+  return std::make_unique<SplitCommunicator>(std::move(host), std::move(nccl));
 }
 
 }  // namespace st

@@ -64,9 +64,18 @@ class Communicator {
   std::unique_ptr<CommWorker> worker_;
 };
 
-// "auto" picks MPI when launched by mpirun/srun with more than one process, else Local.
-// "mpi", "local", "nccl" force a backend; errors name the backend and the reason.
-std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto");
+// The backend `requested` ("auto", "mpi", "nccl", "local") means for a process that an
+// MPI launcher started (or not) and whose tensors live on `device`: "auto" is "local"
+// for a single process, "mpi" for CPU tensors under a launcher, and "nccl" for device
+// tensors under a launcher (MPI cannot carry them). Unknown names and combinations that
+// cannot work ("mpi" with device tensors) are one-line errors naming --comm.
+std::string resolve_backend(const std::string& requested, bool launched, const Device& device);
+
+// The communicator for --comm `backend` and --device `device` (parse_device's spelling;
+// the device is resolved with the MPI placement, so "cuda" is this rank's local GPU).
+// "nccl" is a SplitCommunicator: host tensors over MPI, device tensors over NCCL.
+std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto",
+                                                const std::string& device = "cpu");
 
 // One line saying where this process runs: its rank, the host name and its node-local
 // rank (--print-placement; the emulated multi-host test reads it).

@@ -40,7 +40,9 @@ class MpiCommunicator : public Communicator {
   std::vector<std::byte> send_copy_;
 };
 
-// NCCL for CUDA tensors; throws naming the reason where the build or machine has no NCCL.
-std::unique_ptr<Communicator> make_nccl_communicator();
+// NCCL for CUDA tensors on GPU `device`, bootstrapped over `bootstrap` (which must
+// outlive it; make_communicator pairs them in a SplitCommunicator). Device memory only.
+// Throws naming the reason where the build or machine has no NCCL.
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap, int device);
 
 }  // namespace st

@@ -1,8 +1,11 @@
-// NcclCommunicator: collectives on CUDA tensors through NCCL, one process per GPU. The
-// NCCL unique id travels from rank 0 to the others over MPI (the bootstrap NCCL leaves to
-// the launcher). Each collective runs on the communicator's own stream and completes
-// before the call returns, matching the MPI backend's blocking contract; the reducer
-// orders it after the gradients by waiting on an event from the compute stream first.
+// NcclCommunicator: collectives on CUDA tensors through NCCL, one process per GPU, on the
+// GPU the process chose (--device). The NCCL unique id travels from rank 0 to the others
+// over MPI (the bootstrap NCCL leaves to the launcher); host tensors never reach NCCL:
+// make_communicator pairs this backend with its MPI bootstrap in a SplitCommunicator.
+// Each collective runs on the communicator's own stream after the calling thread's current
+// stream (an event wait: NCCL's stream is ordered with nothing else) and completes before
+// the call returns, matching the MPI backend's blocking contract; the reducer orders the
+// calling thread after the gradients by waiting on an event from the compute stream.
 //
 // Failures end the whole job, as on the MPI path: an NCCL error, or a peer that died (NCCL
 // reports it as the communicator's asynchronous error while the stream waits), aborts the
@@ -51,17 +54,21 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 
 void require_cuda(const Tensor& t, const char* op) {
   ST_CHECK(t.device().is_cuda(), "NCCL ", op, ": tensor ", t.str(),
-           " is not on a GPU (use the MPI backend for CPU tensors)");
+           " is not on a GPU (NCCL takes device memory only; host tensors go to MPI)");
 }
 
+// Device memory only: host tensors (the control plane) go to the MPI bootstrap through the
+// SplitCommunicator that make_communicator builds around this one.
 class NcclCommunicator : public Communicator {
  public:
-  NcclCommunicator() : mpi_(std::make_unique<MpiCommunicator>()) {
+  NcclCommunicator(Communicator& bootstrap, int device) : mpi_(&bootstrap), device_(device) {
     const int devices = cuda_device_count();
     ST_CHECK(devices > 0, "NCCL backend: rank ", mpi_->rank(), " sees no CUDA device");
-    device_ = local_gpu(mpi_->placement(), devices);
+    ST_CHECK(device >= 0 && device < devices, "NCCL backend: rank ", mpi_->rank(),
+             " asked for GPU ", device, " but sees ", devices);
     cuda::DeviceGuard guard(device_);
     stream_ = std::make_unique<cuda::Stream>(device_);
+    ready_ = std::make_unique<cuda::Event>(device_);
     ncclUniqueId id{};
     if (mpi_->rank() == 0) ST_NCCL_CHECK(ncclGetUniqueId(&id));
     static_assert(sizeof(ncclUniqueId) % 4 == 0, "unique id is a whole number of int32");
@@ -84,6 +91,7 @@ class NcclCommunicator : public Communicator {
   void allreduce(Tensor& t, ReduceOp op) override {
     require_cuda(t, "allreduce");
     cuda::DeviceGuard guard(device_);
+    after_callers_stream();
     check("ncclAllReduce", ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
                                          nccl_type(t.dtype()), nccl_op(op), comm_, stream_->get()));
     wait("allreduce");
@@ -94,6 +102,7 @@ class NcclCommunicator : public Communicator {
     ST_CHECK(out.numel() == in.numel() * size(), "NCCL allgather: output ", out.str(),
              " cannot hold ", size(), " x ", in.str());
     cuda::DeviceGuard guard(device_);
+    after_callers_stream();
     check("ncclAllGather", ncclAllGather(in.raw(), out.raw(), static_cast<size_t>(in.numel()),
                                          nccl_type(in.dtype()), comm_, stream_->get()));
     wait("allgather");
@@ -105,6 +114,7 @@ class NcclCommunicator : public Communicator {
     ST_CHECK(static_cast<int>(counts.size()) == size() && counts[rank()] == in.numel(),
              "NCCL allgatherv: counts do not match rank ", rank(), "'s input ", in.str());
     cuda::DeviceGuard guard(device_);
+    after_callers_stream();
     const size_t elem = dtype_size(in.dtype());
     char* base = static_cast<char*>(out.raw());
     int64_t offset = 0;
@@ -122,6 +132,7 @@ class NcclCommunicator : public Communicator {
   void broadcast(Tensor& t, int root) override {
     require_cuda(t, "broadcast");
     cuda::DeviceGuard guard(device_);
+    after_callers_stream();
     check("ncclBroadcast", ncclBroadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
                                          nccl_type(t.dtype()), root, comm_, stream_->get()));
     wait("broadcast");
@@ -132,6 +143,13 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
+  // NCCL's stream is ordered with nothing else: the collective's input was written on the
+  // calling thread's current stream (a 16-bit pack, a scaling, the backward pass), so the
+  // NCCL stream waits for everything queued there so far before it reads it.
+  void after_callers_stream() {
+    ready_->record(cuda::current_stream(device_));
+    stream_->wait(*ready_);
+  }
   // Aborts the NCCL communicator, so no peer stays blocked in it, and throws naming the rank.
   [[noreturn]] void fail(const std::string& call, const std::string& why) {
     if (comm_ != nullptr) ncclCommAbort(comm_);
@@ -157,16 +175,17 @@ class NcclCommunicator : public Communicator {
     }
   }
 
-  std::unique_ptr<MpiCommunicator> mpi_;
+  Communicator* mpi_;
   int device_ = 0;
   std::unique_ptr<cuda::Stream> stream_;
+  std::unique_ptr<cuda::Event> ready_;
   ncclComm_t comm_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator() {
-  return std::make_unique<NcclCommunicator>();
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap, int device) {
+  return std::make_unique<NcclCommunicator>(bootstrap, device);
 }
 
 }  // namespace st

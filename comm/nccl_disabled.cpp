@@ -3,7 +3,7 @@
 
 namespace st {
 
-std::unique_ptr<Communicator> make_nccl_communicator() {
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator&, int) {
   ST_THROW(
       "--comm nccl: this sparsetrain was built without CUDA/NCCL (configure with "
       "-DSPARSETRAIN_CUDA=ON)");

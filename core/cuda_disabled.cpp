@@ -33,6 +33,9 @@ void* pinned_alloc(size_t) {
   no_cuda();
 }
 void pinned_free(void*) {}
+void set_thread_device(int) {
+  no_cuda();
+}
 }  // namespace cuda
 
 }  // namespace st

@@ -1,11 +1,50 @@
 #include "core/device.h"
 
+#include <atomic>
+#include <cstdlib>
+
 #include "core/error.h"
+#include "core/storage.h"
 
 namespace st {
 
+namespace {
+// -1: not set (a CPU run); otherwise the CUDA device index.
+std::atomic<int> g_process_gpu{-1};
+}  // namespace
+
+void set_process_device(const Device& d) {
+  g_process_gpu.store(d.is_cuda() ? d.index : -1);
+  bind_thread_to_process_device();
+}
+
+Device process_device() {
+  const int gpu = g_process_gpu.load();
+  return gpu < 0 ? Device::cpu() : Device::cuda(gpu);
+}
+
+void bind_thread_to_process_device() {
+  // Per thread: the binding a thread last made (-1 none), so repeated calls are free.
+  thread_local int bound = -1;
+  const int gpu = g_process_gpu.load();
+  if (gpu < 0 || gpu == bound) return;
+  cuda::set_thread_device(gpu);
+  bound = gpu;
+}
+
+bool visible_devices_restricted() {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  return v != nullptr && *v != '\0';
+}
+
 int local_gpu(const NodePlacement& p, int device_count) {
+  return local_gpu(p, device_count, visible_devices_restricted());
+}
+
+int local_gpu(const NodePlacement& p, int device_count, bool restricted) {
   ST_CHECK(device_count > 0, "--device cuda: no CUDA device visible to rank ", p.rank);
+  // One GPU shown to a task that shares its node: the launcher gave each task its own.
+  if (restricted && device_count == 1) return 0;
   ST_CHECK(p.local_size <= device_count, "--device cuda: rank ", p.rank, " is one of ",
            p.local_size, " processes on its node, which has ", device_count,
            " GPU(s); start at most one process per GPU (or pick GPUs with --device cuda:N)");

@@ -29,6 +29,15 @@ int cuda_device_count();
 // Asking for CUDA where none exists throws with the reason.
 Device parse_device(const std::string& spec);
 
+// The device this process trains on, set once after --device is parsed. A thread that has
+// never chosen a GPU works on GPU 0 (CUDA's default), so every thread that may touch device
+// memory binds the process's device first: the CUDA runtime entry points (allocation,
+// copies, streams, pinned memory, pointer queries) do it on their first call in a thread,
+// and the communication and loader threads do it when they start.
+void set_process_device(const Device& d);
+Device process_device();
+void bind_thread_to_process_device();
+
 // Where a process sits on its node: its rank among the node's processes and their count
 // (the communicator finds it: MPI's shared-memory split, or the launcher's variables).
 struct NodePlacement {
@@ -36,9 +45,16 @@ struct NodePlacement {
   int local_rank = 0;  // on this node
   int local_size = 1;  // processes on this node
 };
-// The GPU of "--device cuda" on a multi-GPU node: the process's node-local rank. More
-// local processes than GPUs is an error naming the rank and both counts.
+// The GPU of "--device cuda" on a multi-GPU node: the process's node-local rank. A
+// process that sees exactly one GPU while sharing its node (a scheduler that shows each
+// task its own GPU, as SLURM's --gpus-per-task=1 does through CUDA_VISIBLE_DEVICES)
+// takes that one. Otherwise more local processes than visible GPUs is an error naming
+// the rank and both counts.
 int local_gpu(const NodePlacement& placement, int device_count);
+// True when the launcher limited the GPUs this process sees (CUDA_VISIBLE_DEVICES set).
+bool visible_devices_restricted();
+// local_gpu() given whether the visible GPUs were restricted (testable without a GPU).
+int local_gpu(const NodePlacement& placement, int device_count, bool restricted);
 // parse_device() where "cuda" and "auto" mean this process's local GPU; "cuda:N" stays N.
 Device parse_device(const std::string& spec, const NodePlacement& placement);
 

@@ -41,6 +41,8 @@ void zero_bytes(void* dst, size_t bytes, int device);
 // Page-locked host memory (cudaHostAlloc, portable); nullptr when out of memory.
 void* pinned_alloc(size_t bytes);
 void pinned_free(void* ptr);
+// Makes `device` the calling thread's current GPU (cudaSetDevice).
+void set_thread_device(int device);
 }  // namespace cuda
 
 }  // namespace st

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include "core/device.h"
 
 namespace st {
 
@@ -86,6 +87,7 @@ Batch DataLoader::build(const std::vector<int64_t>& order, int64_t epoch, int64_
 }
 
 void DataLoader::worker_loop() {
+  bind_thread_to_process_device();  // batches may be page-locked for the GPU
   std::unique_lock<std::mutex> lk(mu_);
   const int64_t ring = static_cast<int64_t>(slots_.size());
   for (;;) {

@@ -253,6 +253,8 @@ void SparsifyHook::warmup_exchange(const Bucket& bucket, Tensor& grads, Communic
     ops.allreduce_sum(comm, g.buf());
     lap.to(st.comm_ms);
     ops.scale(g.buf(), {0, n}, 1.0f / static_cast<float>(comm.size()));
+    // The optimiser reads the bucket on the compute stream once finalize() returns.
+    ops.finish();
     lap.to(st.decode_ms);
   }
   st.exchange_ms = st.comm_ms + st.decode_ms;
@@ -359,6 +361,9 @@ void SparsifyHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& c
   // --sp ef=off: what was not sent (its norm is still reported) is dropped, so the next
   // step selects from its own gradient alone.
   if (!error_feedback_) ops.fill(b.x, {0, n}, 0.0f);
+  // The bucket goes to the optimiser and the residual to checkpoints (save_state) from
+  // other threads and streams: nothing may still be queued on them.
+  ops.finish();
   st.total_ms = total.ms();
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_.push_back(st);

@@ -231,7 +231,9 @@ void check_options(const TrainConfig& c, const LmOptions& lm) {
 
 Device lm_device(const TrainConfig& c, const NodePlacement& placement) {
   set_num_threads(c.threads);
-  return parse_device(c.device, placement);
+  const Device device = parse_device(c.device, placement);
+  set_process_device(device);
+  return device;
 }
 
 // Data: each rank's contiguous shard of the streams. The model has the same
@@ -378,6 +380,7 @@ LmResult evaluate_lm_checkpoint(const TrainConfig& config, const std::string& ch
            ": not a language-model checkpoint");
   set_num_threads(config.threads);
   const Device device = parse_device(config.device, comm.placement());
+  set_process_device(device);
   LmOptions lm;
   lm.layers = static_cast<int>(meta_int(meta, "lm_layers", checkpoint));
   lm.hidden = meta_int(meta, "lm_hidden", checkpoint);

@@ -83,6 +83,7 @@ Setup build(const TrainConfig& c, bool need_train, const NodePlacement& placemen
   const ArchInfo& arch = arch_info(c.arch);  // unknown --arch lists the valid ones
   Setup s;
   s.device = parse_device(c.device, placement);
+  set_process_device(s.device);
   if (need_train)
     s.train_set = maybe_subset(open_dataset(dataset_spec(c, true, arch)), c.train_subset);
   s.test_set = maybe_subset(open_dataset(dataset_spec(c, false, arch)), c.test_subset);

@@ -51,7 +51,12 @@ std::string no_device_reason() {
   return probe().reason;
 }
 
+void set_thread_device(int device) {
+  ST_CUDA_CHECK(cudaSetDevice(device));
+}
+
 int device_of(const void* ptr) {
+  bind_thread_to_process_device();  // the query would otherwise open a context on GPU 0
   cudaPointerAttributes attr{};
   ST_CUDA_CHECK(cudaPointerGetAttributes(&attr, ptr));
   ST_CHECK(attr.type == cudaMemoryTypeDevice, "device_of: ", ptr, " is not device memory");
@@ -64,6 +69,7 @@ void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size
     std::memmove(dst, src, bytes);
     return;
   }
+  bind_thread_to_process_device();
   // Order the copy after work already queued on the owning devices' current streams,
   // then wait for it: callers (to_vector, checkpoints) read the result right away.
   if (src_dev.is_cuda() && dst_dev.is_cuda() && src_dev.index != dst_dev.index)
@@ -76,6 +82,8 @@ void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size
 }
 
 void* pinned_alloc(size_t bytes) {
+  // Loader threads allocate batches: page-locking opens a context on the current GPU.
+  bind_thread_to_process_device();
   void* ptr = nullptr;
   const cudaError_t err = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable);
   if (err == cudaErrorMemoryAllocation) {

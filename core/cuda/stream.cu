@@ -4,10 +4,14 @@
 #include <vector>
 
 #include "core/cuda/check.h"
+#include "core/device.h"
 
 namespace st::cuda {
 
 DeviceGuard::DeviceGuard(int device) {
+  // A thread that never chose a GPU reports GPU 0: restoring that would open a context
+  // there, so the thread first takes the process's device.
+  bind_thread_to_process_device();
   ST_CUDA_CHECK(cudaGetDevice(&prev_));
   if (prev_ != device) {
     ST_CUDA_CHECK(cudaSetDevice(device));

@@ -133,6 +133,11 @@ class Ops {
   virtual void download(const Buffer& b, int64_t begin, int64_t n, void* host) = 0;
   virtual void copy(const Buffer& src, int64_t src_begin, Buffer& dst, int64_t dst_begin,
                     int64_t n) = 0;
+  // Returns when every call queued so far has completed: the fence before a wrapped tensor
+  // is read by anything that is not this implementation on this thread (the optimiser on
+  // the compute stream, a checkpoint). Calls that return host values already wait; where
+  // calls complete as they return (the CPU), it does nothing.
+  virtual void finish() {}
   virtual void fill(Buffer& b, part::Range r, float v) = 0;      // F32
   virtual void iota(Buffer& out, int64_t n, int32_t start) = 0;  // I32: start, start+1, ...
 

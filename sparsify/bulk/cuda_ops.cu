@@ -158,6 +158,11 @@ void CudaOps::release(Buffer& wrapped) {
   wrapped = Buffer();
 }
 
+void CudaOps::finish() {
+  cuda::DeviceGuard guard(dev());
+  ST_CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream(dev())));
+}
+
 void CudaOps::upload(const void* host, Elem e, int64_t n, Buffer& out) {
   resize(out, e, n);
   if (n == 0) return;

@@ -47,6 +47,7 @@ class CudaOps : public Ops {
   const char* name() const override { return "cuda"; }
 
   void resize(Buffer& b, Elem e, int64_t n) override;
+  void finish() override;
   Buffer wrap(Tensor& t) override;
   void release(Buffer& wrapped) override;
   void upload(const void* host, Elem e, int64_t n, Buffer& out) override;

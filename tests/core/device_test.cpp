@@ -32,6 +32,16 @@ TEST(LocalGpu, MoreRanksThanGpusNamesTheRankAndCounts) {
   EXPECT_THROW(local_gpu({0, 0, 1}, 0), Error);
 }
 
+// SLURM's --gpus-per-task=1 shows every task one GPU (CUDA_VISIBLE_DEVICES): each of the
+// node's four ranks takes "its" device 0 instead of being refused.
+TEST(LocalGpu, OneVisibleGpuPerTaskIsTaken) {
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(local_gpu({r, r, 4}, 1, true), 0);
+  // Without the launcher's restriction one GPU for four ranks is still an error.
+  EXPECT_THROW(local_gpu({1, 1, 4}, 1, false), Error);
+  // Two visible GPUs for four tasks is ambiguous either way.
+  EXPECT_THROW(local_gpu({3, 3, 4}, 2, true), Error);
+}
+
 TEST(LocalGpu, MalformedDeviceIndexIsAnError) {
   EXPECT_THROW(parse_device("cuda:x"), Error);
   EXPECT_THROW(parse_device("cuda:"), Error);

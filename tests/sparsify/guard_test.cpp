@@ -21,6 +21,7 @@
 #include "layers/param.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/sparsify/deferring_ops.h"
 #include "tests/sparsify/guarded_ops.h"
 
 namespace st::test {
@@ -75,12 +76,15 @@ struct TestBucket {
 struct Outcome {
   std::vector<std::vector<float>> updates, residuals;
   std::vector<std::vector<int32_t>> results;
-  int64_t guarded_calls = 0;
+  int64_t guarded_calls = 0;  // calls the checking implementation guarded (or deferred)
 };
 
-enum class Setting { Buckets, Warmup, TensorScope };
+enum class Setting { Buckets, Warmup, TensorScope, NoErrorFeedback };
+// The implementation a run uses: plain CpuOps, the poisoning GuardedOps, or DeferringOps
+// (element-wise passes run late, as on a stream, unless the hook fences with finish()).
+enum class Impl { Plain, Guarded, Deferring };
 
-Outcome run(const std::string& method, Setting setting, bool guarded,
+Outcome run(const std::string& method, Setting setting, Impl impl,
             SparsifierPtr sparsifier = nullptr) {
   Communicator& c = world();
   SparsifierOptions o = options_for(method);
@@ -88,10 +92,13 @@ Outcome run(const std::string& method, Setting setting, bool guarded,
     o.params["scope"] = "tensor";
     o.params["min_tensor"] = "600";
   }
+  if (setting == Setting::NoErrorFeedback) o.params["ef"] = "0";
   if (!sparsifier) sparsifier = make_sparsifier(method, o);
   SparsifyHook hook(std::move(sparsifier), o, setting == Setting::Warmup ? 1 : 0);
-  auto* guard = guarded ? new GuardedOps : nullptr;
+  auto* guard = impl == Impl::Guarded ? new GuardedOps : nullptr;
+  auto* deferring = impl == Impl::Deferring ? new DeferringOps : nullptr;
   if (guard) hook.use_ops(bulk::OpsPtr(guard));
+  if (deferring) hook.use_ops(bulk::OpsPtr(deferring));
   std::vector<TestBucket> buckets;
   buckets.emplace_back(0, std::vector<int64_t>{3000, 500, 2500});
   buckets.emplace_back(1, std::vector<int64_t>{2500});
@@ -107,6 +114,7 @@ Outcome run(const std::string& method, Setting setting, bool guarded,
         out.results.push_back(hook.last_result_indices(b.bucket.id));
     }
   if (guard) out.guarded_calls = guard->guarded_calls();
+  if (deferring) out.guarded_calls = deferring->deferred();
   return out;
 }
 
@@ -142,12 +150,32 @@ TEST_P(Guard, GuardedRunEqualsThePlainCpuRunBitForBit) {
         continue;  // the method refuses a tensor scope (SelectScope tests cover that)
       }
     }
-    const Outcome plain = run(method, setting, false);
-    const Outcome guarded = run(method, setting, true);
+    const Outcome plain = run(method, setting, Impl::Plain);
+    const Outcome guarded = run(method, setting, Impl::Guarded);
     EXPECT_GT(guarded.guarded_calls, 0) << "the hook did not use the guarded implementation";
     EXPECT_EQ(differences(plain, guarded), 0)
         << "the run differs once buffer memory is poisoned between bulk::Ops calls: something "
            "reads or writes bucket data behind the interface";
+  }
+}
+
+// What the hook hands back -- the averaged bucket, the residual -- is read by the
+// optimiser on the compute stream and by checkpoints, not by the hook's own stream: the
+// exchange must fence before it returns. On DeferringOps a missing fence leaves the last
+// passes queued, and the update or residual read after the exchange differs from the
+// plain run (the dense warm-up's 1/P scaling, --sp ef=off's zero fill of the residual).
+TEST_P(Guard, NothingIsLeftQueuedWhenTheExchangeReturns) {
+  const std::string method = GetParam();
+  for (Setting setting : {Setting::Buckets, Setting::Warmup, Setting::NoErrorFeedback}) {
+    SCOPED_TRACE(method + (setting == Setting::Buckets  ? ", per bucket"
+                           : setting == Setting::Warmup ? ", after a dense warm-up"
+                                                        : ", with --sp ef=off"));
+    const Outcome plain = run(method, setting, Impl::Plain);
+    const Outcome late = run(method, setting, Impl::Deferring);
+    EXPECT_GT(late.guarded_calls, 0) << "no pass was deferred: the run tested no fence";
+    EXPECT_EQ(differences(plain, late), 0)
+        << "with element-wise passes running late (as on a GPU stream), the bucket or the "
+           "residual read after the exchange differs: a bulk::Ops::finish() is missing";
   }
 }
 
@@ -212,15 +240,16 @@ class HostTopk : public Sparsifier {
 };
 
 TEST(GuardAdapters, AHostFormMethodGivesTheSameBits) {
-  const Outcome plain = run("topk", Setting::Buckets, false, std::make_unique<HostTopk>());
-  const Outcome guarded = run("topk", Setting::Buckets, true, std::make_unique<HostTopk>());
+  const Outcome plain = run("topk", Setting::Buckets, Impl::Plain, std::make_unique<HostTopk>());
+  const Outcome guarded =
+      run("topk", Setting::Buckets, Impl::Guarded, std::make_unique<HostTopk>());
   EXPECT_GT(guarded.guarded_calls, 0);
   EXPECT_EQ(differences(plain, guarded), 0);
 }
 
 TEST(GuardCatches, AMethodReadingBufferMemoryDirectly) {
-  const Outcome plain = run("topk", Setting::Buckets, false, std::make_unique<Cheater>());
-  const Outcome guarded = run("topk", Setting::Buckets, true, std::make_unique<Cheater>());
+  const Outcome plain = run("topk", Setting::Buckets, Impl::Plain, std::make_unique<Cheater>());
+  const Outcome guarded = run("topk", Setting::Buckets, Impl::Guarded, std::make_unique<Cheater>());
   EXPECT_GT(differences(plain, guarded), 0) << "the guard missed a direct read of x";
 }
 

@@ -29,7 +29,13 @@ if [[ "${SANITIZE:-1}" == 1 ]] && command -v clang++ >/dev/null; then
   cmake --build "$san_dir" -j "$jobs" --target hostile_input
 fi
 mkdir -p "$build_dir"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSPARSETRAIN_WERROR=ON \
+# Without a GPU the CUDA tree is a compile check (nothing runs it): one architecture is
+# enough; with a GPU the build's default takes the visible GPUs' own (cmake/CudaArch.cmake).
+cuda_arch=()
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-80}")
+fi
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DSPARSETRAIN_WERROR=ON "${cuda_arch[@]}" \
   -DSPARSETRAIN_CUDA="${SPARSETRAIN_CUDA:-AUTO}" -DSPARSETRAIN_SANITIZE_BUILD="$san_dir" \
   >"$build_dir/configure.log" 2>&1 || { cat "$build_dir/configure.log"; exit 1; }
 grep -E "sparsetrain:" "$build_dir/configure.log" || true

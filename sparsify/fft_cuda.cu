@@ -1,9 +1,12 @@
 #include <cufft.h>
 
+#include <algorithm>
+
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/runtime.h"
 #include "core/cuda/stream.h"
+#include "core/storage.h"
 #include "sparsify/fft_cuda.h"
 
 #define ST_CUFFT_CHECK(expr)                                                \
@@ -31,18 +34,42 @@ CufftPlans::~CufftPlans() {
     cufftDestroy(p.r2c);
     cufftDestroy(p.c2r);
   }
+  if (work_) cuda::device_free(work_, work_device_);
 }
 
-CufftPlans::Plan& CufftPlans::plan(int64_t len) {
+namespace {
+// A plan without a work area of its own; `need` grows to the largest it asks for.
+cufftHandle make_plan(int64_t len, cufftType type, size_t& need) {
+  cufftHandle h;
+  ST_CUFFT_CHECK(cufftCreate(&h));
+  ST_CUFFT_CHECK(cufftSetAutoAllocation(h, 0));
+  size_t bytes = 0;
+  ST_CUFFT_CHECK(cufftMakePlan1d(h, static_cast<int>(len), type, 1, &bytes));
+  need = std::max(need, bytes);
+  return h;
+}
+}  // namespace
+
+CufftPlans::Plan& CufftPlans::plan(int64_t len, int device) {
   auto it = plans_.find(len);
-  if (it != plans_.end()) return it->second;
-  Plan p;
-  cufftHandle r2c, c2r;
-  ST_CUFFT_CHECK(cufftPlan1d(&r2c, static_cast<int>(len), CUFFT_R2C, 1));
-  ST_CUFFT_CHECK(cufftPlan1d(&c2r, static_cast<int>(len), CUFFT_C2R, 1));
-  p.r2c = r2c;
-  p.c2r = c2r;
-  return plans_.emplace(len, p).first->second;
+  if (it == plans_.end()) {
+    size_t need = work_bytes_;
+    Plan p;
+    p.r2c = make_plan(len, CUFFT_R2C, need);
+    p.c2r = make_plan(len, CUFFT_C2R, need);
+    it = plans_.emplace(len, p).first;
+    if (need > work_bytes_) {
+      // Earlier plans may still run on the stream with the old area: wait for them.
+      ST_CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream(device)));
+      if (work_) cuda::device_free(work_, work_device_);
+      work_ = cuda::device_alloc(need, device);
+      work_bytes_ = need;
+      work_device_ = device;
+    }
+  }
+  ST_CUFFT_CHECK(cufftSetWorkArea(it->second.r2c, work_));
+  ST_CUFFT_CHECK(cufftSetWorkArea(it->second.c2r, work_));
+  return it->second;
 }
 
 void CufftPlans::rfft(const float* x, const std::vector<bulk::FftPiece>& pieces, float* coef) {
@@ -51,7 +78,7 @@ void CufftPlans::rfft(const float* x, const std::vector<bulk::FftPiece>& pieces,
   cuda::DeviceGuard guard(dev);
   const cudaStream_t s = cuda::current_stream(dev);
   for (const bulk::FftPiece& p : pieces) {
-    Plan& pl = plan(p.len);
+    Plan& pl = plan(p.len, dev);
     ST_CUFFT_CHECK(cufftSetStream(pl.r2c, s));
     ST_CUFFT_CHECK(cufftExecR2C(pl.r2c, const_cast<cufftReal*>(x + p.begin),
                                 reinterpret_cast<cufftComplex*>(coef + p.coef)));
@@ -65,7 +92,7 @@ void CufftPlans::irfft(const float* coef, const std::vector<bulk::FftPiece>& pie
   cuda::DeviceGuard guard(dev);
   const cudaStream_t s = cuda::current_stream(dev);
   for (const bulk::FftPiece& p : pieces) {
-    Plan& pl = plan(p.len);
+    Plan& pl = plan(p.len, dev);
     ST_CUDA_CHECK(cudaMemcpyAsync(scratch, coef + p.coef, sizeof(float) * 2 * (p.len / 2 + 1),
                                   cudaMemcpyDeviceToDevice, s));
     ST_CUFFT_CHECK(cufftSetStream(pl.c2r, s));

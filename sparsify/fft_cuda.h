@@ -2,7 +2,8 @@
 // sparsifier of Wang et al., HPDC 2020): R2C per piece into the interleaved (re, im)
 // half-spectrum layout of the CPU implementation, and the C2R inverse scaled by 1/N (a
 // float multiplication, as on the CPU). Device buffers, the device's current stream,
-// plans cached per length. Built with the CUDA backend only.
+// plans cached per length; the plans share one work area (they run one after another on
+// one stream), sized for the largest, instead of one each. Built with the CUDA backend only.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +32,12 @@ class CufftPlans {
   struct Plan {
     int r2c = 0, c2r = 0;  // cufftHandle
   };
-  Plan& plan(int64_t len);
+  // The plans of `len`, with the shared work area (grown if they need more) set on both.
+  Plan& plan(int64_t len, int device);
   std::map<int64_t, Plan> plans_;
+  void* work_ = nullptr;  // device memory shared by every plan
+  size_t work_bytes_ = 0;
+  int work_device_ = 0;
 };
 
 }  // namespace st::fft

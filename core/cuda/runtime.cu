@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "core/cuda/check.h"
 #include "core/cuda/runtime.h"
@@ -53,6 +54,10 @@ std::string no_device_reason() {
 
 void set_thread_device(int device) {
   ST_CUDA_CHECK(cudaSetDevice(device));
+  // Host waits (stream and device synchronisation) sleep on the driver instead of
+  // spinning a core; set before the device's context is first used by this process.
+  static std::once_flag once;
+  std::call_once(once, [] { ST_CUDA_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync)); });
 }
 
 int device_of(const void* ptr) {

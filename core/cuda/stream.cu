@@ -72,7 +72,10 @@ void Stream::wait(const Event& e) const {
 
 Event::Event(int device, bool timing) : device_(device), timing_(timing) {
   DeviceGuard guard(device);
-  ST_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? 0u : cudaEventDisableTiming));
+  // Blocking sync: a host thread waiting in synchronize() sleeps instead of spinning a
+  // core that the loader and the other threads need.
+  const unsigned flags = cudaEventBlockingSync | (timing ? 0u : cudaEventDisableTiming);
+  ST_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags));
 }
 
 Event::~Event() {

@@ -112,8 +112,10 @@ void* CudaOps::pinned(size_t bytes) {
   if (bytes > pinned_bytes_) {
     if (pinned_) ST_CUDA_CHECK(cudaFreeHost(pinned_));
     pinned_ = nullptr;
+    // Doubling: page-locking is slow (a system call per page range), and the downloads a
+    // method makes grow with its selection, which drifts from step to step.
+    const size_t want = std::max<size_t>({bytes, 2 * pinned_bytes_, 4096});
     pinned_bytes_ = 0;
-    const size_t want = std::max<size_t>(bytes, 4096);
     ST_CUDA_CHECK(cudaMallocHost(&pinned_, want));
     pinned_bytes_ = want;
   }

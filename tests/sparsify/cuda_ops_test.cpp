@@ -177,6 +177,37 @@ TEST_F(CudaOpsTest, GatherAndScattersMatchCpu) {
   EXPECT_EQ(floats_gpu(gx), floats_cpu(cx));
 }
 
+// 2^25 elements: past kMaxGrid * kBlock (16.8M), so every grid-stride loop of each kernel
+// family -- element-wise, statistics, selection, gather and scatter -- runs a second round.
+TEST_F(CudaOpsTest, EveryFamilyMatchesCpuWhereGridStrideLoopsRepeat) {
+  const int64_t n = int64_t{1} << 25, m = 1 << 20;
+  const std::vector<float> x = values(n, 21), y = values(n, 22), v = values(m, 23);
+  const std::vector<int32_t> idx = positions(m, n, 24);
+  Buffer cx, gx, cy, gy, cv, gv, ci, gi, co, go;
+  put(x, Elem::F32, cx, gx);
+  put(y, Elem::F32, cy, gy);
+  put(v, Elem::F32, cv, gv);
+  put(idx, Elem::I32, ci, gi);
+  cpu_.axpy(-1.0f, cx, {0, n}, cy);
+  gpu_->axpy(-1.0f, gx, {0, n}, gy);
+  cpu_.scale(cy, {3, n}, 0.5f);
+  gpu_->scale(gy, {3, n}, 0.5f);
+  EXPECT_EQ(floats_gpu(gy), floats_cpu(cy)) << "element-wise";
+  const bulk::Stats c = cpu_.stats(cx, {0, n}), g = gpu_->stats(gx, {0, n});
+  EXPECT_EQ(g.abs_max, c.abs_max);
+  EXPECT_NEAR(g.sum_sq, c.sum_sq, 1e-12 * c.sum_sq) << "statistics";
+  EXPECT_EQ(gpu_->count_abs(gx, {0, n}, 2.0f, false), cpu_.count_abs(cx, {0, n}, 2.0f, false));
+  cpu_.select_abs(cx, {0, n}, 3.0f, true, co);
+  gpu_->select_abs(gx, {0, n}, 3.0f, true, go);
+  EXPECT_EQ(ints_gpu(go), ints_cpu(co)) << "selection";
+  cpu_.gather(cx, ci, co);
+  gpu_->gather(gx, gi, go);
+  EXPECT_EQ(floats_gpu(go), floats_cpu(co)) << "gather";
+  cpu_.scatter_add(ci, cv, cx);
+  gpu_->scatter_add(gi, gv, gx);
+  EXPECT_EQ(floats_gpu(gx), floats_cpu(cx)) << "scatter";
+}
+
 TEST_F(CudaOpsTest, UnionHasTheSamePositionsAscending) {
   const int64_t domain = 50000;
   // Three ranks' segments at offsets with padding between them (the padded allgather).

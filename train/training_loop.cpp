@@ -216,9 +216,11 @@ class TrainingLoop {
 
  private:
   void resume();
-  // The checkpoint's position leaves something to train within --epochs and --max-iters,
-  // and the step counter room to count it.
+  // The checkpoint's position lies inside an epoch and leaves the step counter room.
   void check_resume_position(const TrainPosition& at) const;
+  // After the compatibility checks: the position leaves something to train within
+  // --epochs and --max-iters (a resume that would only rewrite the checkpoint is refused).
+  void check_something_left(const TrainPosition& at) const;
   // --sync-bn: every BatchNorm sums its batch statistics over the ranks (on the
   // communication thread, in order with the bucket exchanges backward overlaps).
   void install_sync_bn(bool on);
@@ -367,6 +369,10 @@ void TrainingLoop::check_resume_position(const TrainPosition& at) const {
            ", more than the 2^53 steps a run counts");
   ST_CHECK(at.batch <= task_.steps_per_epoch(), path, ": checkpoint metadata 'batch' is ", at.batch,
            ", past the end of an epoch (", task_.steps_per_epoch(), ")");
+}
+
+void TrainingLoop::check_something_left(const TrainPosition& at) const {
+  const std::string& path = c_.resume;
   ST_CHECK(at.epoch < c_.epochs, path, " has completed ", at.epoch, " epoch(s): --epochs ",
            c_.epochs, " leaves nothing to train (pass a larger --epochs)");
   ST_CHECK(c_.max_iters == 0 || c_.max_iters > at.step, path, " is at step ", at.step,
@@ -385,6 +391,7 @@ void TrainingLoop::resume() {
   resume_exchange(c_, pos_.step, *reducer_, sparsify_.get(), comm_);
   task_.restore(c_.resume, saved, pos_);
   precision_.restore(saved, c_.resume);
+  check_something_left(pos_);
   if (!c_.quiet && leader_)
     std::fprintf(stderr, "resumed from %s at epoch %ld %s %ld (step %ld)\n", c_.resume.c_str(),
                  static_cast<long>(pos_.epoch), task_.step_name(), static_cast<long>(pos_.batch),

@@ -1,5 +1,6 @@
 #include "data/sampler.h"
 
+#include <algorithm>
 #include <numeric>
 #include <utility>
 
@@ -21,6 +22,13 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, SamplerOptions opti
   num_samples_ = opt_.drop_last ? size_ / w : (size_ + w - 1) / w;
   ST_CHECK(num_samples_ > 0, "sampler: ", size_, " examples cannot be split over ", w,
            " ranks with drop_last");
+}
+
+int64_t DistributedSampler::real_samples() const {
+  // Positions rank, rank + w, ... below the dataset size are real; with drop_last all are.
+  const int64_t w = opt_.world_size;
+  const int64_t real = size_ > opt_.rank ? (size_ - opt_.rank + w - 1) / w : 0;
+  return std::min(real, num_samples_);
 }
 
 std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {

@@ -24,6 +24,10 @@ class DistributedSampler {
   // This rank's indices for `epoch`; the same on every call and on every machine.
   std::vector<int64_t> indices(int64_t epoch) const;
   int64_t num_samples() const { return num_samples_; }  // per rank per epoch
+  // How many of this rank's num_samples() are real examples: the padding that evens out
+  // the split (repeats of the head) is the tail of each rank's list. Evaluation counts
+  // only these, so every example of a split is counted once.
+  int64_t real_samples() const;
   int64_t total_size() const { return num_samples_ * opt_.world_size; }
   int64_t dataset_size() const { return size_; }
   const SamplerOptions& options() const { return opt_; }

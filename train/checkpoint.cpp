@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <system_error>
 
@@ -47,16 +48,39 @@ double meta_double(const std::map<std::string, std::string>& meta, const std::st
   return v;
 }
 
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(
+    Layer& model, const Optimizer* optimizer,
+    const std::vector<std::pair<std::string, Tensor>>& extra) {
+  std::vector<std::pair<std::string, Tensor>> all;
+  for (Param* p : collect_params(model)) all.emplace_back(p->name, p->value);
+  for (Buffer* b : collect_buffers(model)) all.emplace_back(b->name, b->value);
+  if (optimizer)
+    for (const auto& [name, t] : optimizer->state_dict())
+      all.emplace_back(kOptimizerPrefix + name, t);
+  all.insert(all.end(), extra.begin(), extra.end());
+  return all;
+}
+
+std::string first_non_finite(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  for (const auto& [name, t] : tensors) {
+    if (t.dtype() != DType::F32) continue;
+    const Tensor host = t.device().is_cpu() ? t : t.to(Device::cpu());
+    const float* v = host.f32();
+    const int64_t n = host.numel();
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(v[i])) return name;
+  }
+  return "";
+}
+
 void save_checkpoint(const std::string& path, Layer& model, const Optimizer* optimizer,
                      const TrainPosition& pos, const std::map<std::string, std::string>& meta,
                      const std::vector<std::pair<std::string, Tensor>>& extra) {
   TensorFile f;
-  for (Param* p : collect_params(model)) f.tensors.emplace_back(p->name, p->value);
-  for (Buffer* b : collect_buffers(model)) f.tensors.emplace_back(b->name, b->value);
-  if (optimizer)
-    for (const auto& [name, t] : optimizer->state_dict())
-      f.tensors.emplace_back(kOptimizerPrefix + name, t);
-  for (const auto& [name, t] : extra) f.tensors.emplace_back(name, t);
+  f.tensors = checkpoint_tensors(model, optimizer, extra);
+  const std::string bad = first_non_finite(f.tensors);
+  ST_CHECK(bad.empty(), path, ": not written: tensor '", bad,
+           "' holds NaN or inf (a previous checkpoint there is kept)");
   f.metadata = meta;
   f.metadata["format"] = "sparsetrain-checkpoint-1";
   f.metadata["epoch"] = std::to_string(pos.epoch);

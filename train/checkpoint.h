@@ -24,6 +24,16 @@ struct TrainPosition {
   int64_t step = 0;   // optimiser steps taken so far
 };
 
+// Everything a checkpoint of `model` holds besides metadata, under the names it is saved
+// with: parameters, buffers, the optimiser's state, then `extra`.
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(
+    Layer& model, const Optimizer* optimizer,
+    const std::vector<std::pair<std::string, Tensor>>& extra = {});
+// The name of the first float32 tensor holding a NaN or an infinity ("" when none does).
+std::string first_non_finite(const std::vector<std::pair<std::string, Tensor>>& tensors);
+
+// A checkpoint is written only when every float32 tensor is finite; otherwise the previous
+// file stays and the error names the tensor.
 // `extra` tensors are stored under their own names (a trainer's state beyond model and
 // optimiser, e.g. the language model's carried LSTM state); read them back with
 // load_safetensors(path).

@@ -357,7 +357,7 @@ bool is_lm_checkpoint(const std::string& checkpoint) {
 }
 
 LmResult train_lm(const TrainConfig& c, const LmOptions& lm, Communicator& comm) {
-  prepare_run(c, comm);
+  const OutDirClaim claim = prepare_run(c, comm);
   LmTask task(c, lm, comm);
   const LoopResult r = run_training(c, task, comm);
   LmResult result;

@@ -42,7 +42,7 @@ struct LmResult {
   int64_t steps = 0;
   double seconds = 0;
   double mean_step_ms = 0;  // training step time (forward + backward + exchange + update)
-  int interrupted_by = 0;   // the signal (SIGINT, SIGTERM) that stopped the run, 0 = none
+  int interrupted_by = 0;   // the stop signal (SIGINT, SIGTERM, SIGUSR1, SIGHUP), 0 = none
 };
 
 // The PyTorch word_language_model example's defaults for the flags the image models

@@ -24,6 +24,8 @@ class MixedPrecision {
   Precision precision() const { return precision_; }
   // The factor the loss gradient is multiplied by before backward (1 without fp16).
   float loss_scale() const { return scaler_ ? scaler_->scale() : 1.0f; }
+  // fp16: steps may overflow and be skipped.
+  bool scales_loss() const { return scaler_ != nullptr; }
   // After the exchange: unscales the gradient (fp16); false when the step must be
   // skipped. Collective under fp16 (every rank calls it).
   bool unscale_and_check(Tensor& grads, Communicator& comm);

@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "data/device_prefetch.h"
 #include "data/loader.h"
 #include "data/registry.h"
+#include "layers/batchnorm2d.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/registry.h"
 #include "optim/lr_schedule.h"
@@ -95,8 +97,11 @@ Setup build(const TrainConfig& c, bool need_train, const NodePlacement& placemen
   return s;
 }
 
-EvalResult evaluate(Layer& model, DevicePrefetcher& input, int64_t max_batches,
-                    Communicator& comm) {
+// Each rank evaluates its shard of the test split. The sampler pads the shards to equal
+// length by repeating the head of the split; only a shard's first `real` examples are
+// counted, so the sum over ranks counts every example once, as one process would.
+EvalResult evaluate(Layer& model, DevicePrefetcher& input, int64_t max_batches, Communicator& comm,
+                    int64_t real) {
   model.set_training(false);
   SoftmaxCrossEntropy ce;
   EvalResult r;
@@ -104,15 +109,18 @@ EvalResult evaluate(Layer& model, DevicePrefetcher& input, int64_t max_batches,
   int64_t correct = 0, batches = 0;
   input.start_epoch(0);
   while (auto batch = input.next()) {
-    const int64_t n = batch->labels.numel();
+    const int64_t n = std::min(batch->labels.numel(), real - r.examples);
     Tensor logits = model.forward(batch->images);
-    loss_sum += static_cast<double>(ce.forward(logits, batch->labels)) * n;
-    correct += ce.correct();
-    r.examples += n;
+    if (n > 0) {
+      const int64_t classes = logits.shape()[1];
+      const Tensor mine = logits.slice_flat(0, Shape{n, classes});
+      loss_sum += static_cast<double>(ce.forward(mine, batch->labels.slice_flat(0, Shape{n}))) * n;
+      correct += ce.correct();
+      r.examples += n;
+    }
     if (max_batches > 0 && ++batches >= max_batches) break;
   }
   model.set_training(true);
-  // Each rank evaluated its shard of the test split; sum over ranks.
   loss_sum = comm.allreduce_scalar(loss_sum);
   correct = static_cast<int64_t>(comm.allreduce_scalar(static_cast<double>(correct)) + 0.5);
   r.examples = static_cast<int64_t>(comm.allreduce_scalar(static_cast<double>(r.examples)) + 0.5);
@@ -163,7 +171,11 @@ class ImageTask : public TrainingTask {
         test_loader_(make_loader(s_.test_set, c, false, comm, s_.device)),
         train_input_(train_loader_, s_.device),
         test_input_(test_loader_, s_.device),
-        schedule_(parse_lr_schedule(c.schedule, c.lr, c.epochs, c.warmup_epochs)) {}
+        schedule_(parse_lr_schedule(c.schedule, c.lr, c.epochs, c.warmup_epochs)),
+        drop_single_(single_last_batch_breaks_bn(c, comm)) {
+    ST_CHECK(steps_per_epoch() > 0, "the training split gives each rank one example, and ", c.arch,
+             "'s BatchNorm needs more than one per batch in training (use more data)");
+  }
 
   Layer& model() override { return *s_.model; }
   Device device() const override { return s_.device; }
@@ -171,7 +183,14 @@ class ImageTask : public TrainingTask {
   const char* item_name() const override { return "images"; }
   const char* step_name() const override { return "batch"; }
   bool clips_before_exchange() const override { return false; }
-  int64_t steps_per_epoch() const override { return train_loader_.batches_per_epoch(); }
+  int64_t steps_per_epoch() const override {
+    return train_loader_.batches_per_epoch() - (drop_single_ ? 1 : 0);
+  }
+  std::string startup_line() const override {
+    if (!drop_single_) return "";
+    return "note: each epoch's last batch would hold one example per rank, which " + c_.arch +
+           "'s BatchNorm cannot normalise in training; it is left out (as drop_last would)";
+  }
 
   void start_epoch(int64_t epoch, int64_t first) override {
     train_input_.start_epoch(epoch, first);
@@ -179,6 +198,7 @@ class ImageTask : public TrainingTask {
   }
   bool load_batch() override {
     batch_ = train_input_.next();  // on s_.device
+    if (batch_ && drop_single_ && batch_->labels.numel() == 1) batch_.reset();
     return batch_.has_value();
   }
   StepLoss forward_loss() override {
@@ -192,7 +212,8 @@ class ImageTask : public TrainingTask {
     return schedule_.lr(epoch, b, train_loader_.batches_per_epoch());
   }
   Evaluation evaluate(bool) override {
-    last_eval_ = st::evaluate(*s_.model, test_input_, c_.eval_batches, comm_);
+    last_eval_ = st::evaluate(*s_.model, test_input_, c_.eval_batches, comm_,
+                              test_loader_.sampler().real_samples());
     char summary[64];
     std::snprintf(summary, sizeof summary, "test loss %.4f acc %.2f%%", last_eval_.loss,
                   last_eval_.accuracy);
@@ -217,6 +238,16 @@ class ImageTask : public TrainingTask {
   SoftmaxCrossEntropy ce_;
   std::optional<Batch> batch_;
   EvalResult last_eval_;
+  // BatchNorm in training needs more than one value per channel: a final batch of one
+  // example per rank is left out of every epoch (batches of one are otherwise kept).
+  bool single_last_batch_breaks_bn(const TrainConfig& c, const Communicator& comm) const {
+    if (c.batch_size == 1 || (c.sync_bn && comm.size() > 1)) return false;
+    if (train_loader_.sampler().num_samples() % c.batch_size != 1) return false;
+    bool bn = false;
+    s_.model->visit_layers([&](Layer& l) { bn = bn || dynamic_cast<BatchNorm2d*>(&l) != nullptr; });
+    return bn;
+  }
+  const bool drop_single_;
 };
 
 }  // namespace
@@ -227,7 +258,7 @@ TrainResult train(const TrainConfig& c) {
 }
 
 TrainResult train(const TrainConfig& c, Communicator& comm) {
-  prepare_run(c, comm);
+  const OutDirClaim claim = prepare_run(c, comm);
   ImageTask task(c, comm);
   const LoopResult r = run_training(c, task, comm);
   TrainResult result;
@@ -256,7 +287,7 @@ EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& che
   load_checkpoint(checkpoint, *s.model, nullptr);
   DataLoader loader = make_loader(s.test_set, c, false, *comm, s.device);
   DevicePrefetcher input(loader, s.device);
-  return evaluate(*s.model, input, c.eval_batches, *comm);
+  return evaluate(*s.model, input, c.eval_batches, *comm, loader.sampler().real_samples());
 }
 
 }  // namespace st

@@ -80,7 +80,7 @@ struct TrainResult {
   EvalResult last_eval;
   int64_t steps = 0;
   double seconds = 0;
-  int interrupted_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the run, 0 = none
+  int interrupted_by = 0;  // the stop signal (SIGINT, SIGTERM, SIGUSR1, SIGHUP), 0 = none
 };
 
 class Communicator;

@@ -1,13 +1,19 @@
 #include "train/training_loop.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -48,12 +54,36 @@ void check_sq_grad_support(FlatParams& flat, const std::string& sparsifier) {
              p->value.shape().str(), " does not provide (only Linear and Conv2d layers do)");
 }
 
-// Graceful stop: the first SIGINT/SIGTERM asks the loop to finish its step, write a
-// checkpoint and return; a second one exits at once.
+// Graceful stop: the first SIGINT, SIGTERM, SIGUSR1 (SLURM's warning before a time
+// limit, with --signal) or SIGHUP (a lost terminal) asks the loop to finish its step,
+// write a checkpoint and return; a second one exits at once, saying so.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGUSR1, SIGHUP};
 std::atomic<int> g_stop_signal{0};
 
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
+  }
+}
+
 void on_stop_signal(int sig) {
-  if (g_stop_signal.exchange(sig) != 0) std::_Exit(128 + sig);
+  if (g_stop_signal.exchange(sig) == 0) return;
+  // Only async-signal-safe calls here. A checkpoint being written is a temporary file
+  // until its rename, so the previous checkpoint stays whole.
+  static const char kMsg[] =
+      "sparsetrain: second stop signal: exiting now; a checkpoint being written is "
+      "abandoned and the previous one kept\n";
+  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  std::_Exit(128 + sig);
 }
 
 // Installs the handlers for the loop's lifetime and restores the previous ones.
@@ -61,42 +91,55 @@ class StopSignals {
  public:
   StopSignals() {
     g_stop_signal = 0;
-    previous_int_ = std::signal(SIGINT, on_stop_signal);
-    previous_term_ = std::signal(SIGTERM, on_stop_signal);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i)
+      previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
   }
   ~StopSignals() {
-    std::signal(SIGINT, previous_int_);
-    std::signal(SIGTERM, previous_term_);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) std::signal(kStopSignals[i], previous_[i]);
   }
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
  private:
-  void (*previous_int_)(int);
-  void (*previous_term_)(int);
+  void (*previous_[std::size(kStopSignals)])(int);
 };
 
 // Checkpoint metadata: "loss_sum items correct" of the epoch so far, over all ranks.
 const char* kEpochSums = "epoch_sums";
+// The same, each rank's: "loss_sum items correct;..." in rank order.
+const char* kEpochSumsByRank = "epoch_sums_by_rank";
 
 // The files a run writes into --out.
 const char* const kRunFiles[] = {"config.json",          "iterations.csv", "iterations.jsonl",
                                  "epochs.csv",           "epochs.jsonl",   "checkpoint.safetensors",
                                  "epoch_end.safetensors"};
 
+// Whether --resume continues the run in --out (its checkpoint lies in that folder).
+bool resumes_in_place(const TrainConfig& c) {
+  if (c.resume.empty()) return false;
+  fs::path dir = fs::path(c.resume).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  return fs::equivalent(dir, c.out, ec);
+}
+
 // A second run into a folder that holds one would truncate its metrics and replace its
-// checkpoint: that takes --resume (continue it) or --overwrite (replace it).
+// checkpoint: that takes --resume of that run's checkpoint (continue it) or --overwrite
+// (replace it). A resume of another folder's checkpoint would append to this run's
+// metrics, so it is refused too.
 void prepare_out_dir(const TrainConfig& c) {
   std::vector<fs::path> existing;
   for (const char* name : kRunFiles)
     if (fs::exists(fs::path(c.out) / name)) existing.push_back(fs::path(c.out) / name);
-  if (!existing.empty() && c.resume.empty()) {
-    ST_CHECK(c.overwrite, "--out ", c.out, " already holds a run (", existing[0].string(),
-             "); continue it with --resume ", (fs::path(c.out) / "checkpoint.safetensors").string(),
-             ", or pass --overwrite to replace it");
-    for (const fs::path& p : existing) fs::remove(p);
-  }
-  fs::create_directories(c.out);
+  if (existing.empty() || resumes_in_place(c)) return;
+  const std::string here = (fs::path(c.out) / "checkpoint.safetensors").string();
+  ST_CHECK(c.overwrite || !c.resume.empty(), "--out ", c.out, " already holds a run (",
+           existing[0].string(), "); continue it with --resume ", here,
+           ", or pass --overwrite to replace it");
+  ST_CHECK(c.overwrite, "--out ", c.out, " already holds another run (", existing[0].string(),
+           "); --resume ", c.resume, " would merge the two: continue that run in its own folder, ",
+           "choose an empty --out, or pass --overwrite to replace ", c.out, "'s run");
+  for (const fs::path& p : existing) fs::remove(p);
 }
 
 const std::string* meta_find(const std::map<std::string, std::string>& m, const char* key) {
@@ -173,6 +216,11 @@ class TrainingLoop {
 
  private:
   void resume();
+  // The checkpoint's position lies inside an epoch and leaves the step counter room.
+  void check_resume_position(const TrainPosition& at) const;
+  // After the compatibility checks: the position leaves something to train within
+  // --epochs and --max-iters (a resume that would only rewrite the checkpoint is refused).
+  void check_something_left(const TrainPosition& at) const;
   // --sync-bn: every BatchNorm sums its batch statistics over the ranks (on the
   // communication thread, in order with the bucket exchanges backward overlaps).
   void install_sync_bn(bool on);
@@ -181,16 +229,37 @@ class TrainingLoop {
   // of the epoch.
   bool step(int64_t epoch, int64_t b, StepLoss& out, StepTimes& t);
   // Forward and backward of micro-batch `k` of step `b`, adding to the step's sums.
-  bool micro_batch(int64_t epoch, int64_t b, int k, StepLoss& s, StepTimes& t);
-  // Optimiser steps per epoch: the task's micro-batches / --accum-steps.
-  int64_t steps_per_epoch() const { return task_.steps_per_epoch() / c_.accum_steps; }
+  bool micro_batch(int64_t epoch, int64_t b, int k, int group, StepLoss& s, StepTimes& t);
+  // Optimiser steps per epoch: the task's micro-batches / --accum-steps, rounded up (the
+  // epoch's last step takes the micro-batches left over).
+  int64_t steps_per_epoch() const {
+    return (task_.steps_per_epoch() + c_.accum_steps - 1) / c_.accum_steps;
+  }
+  // Micro-batches of optimiser step `b`: --accum-steps, fewer in an epoch's last step.
+  int group_size(int64_t b) const {
+    return static_cast<int>(
+        std::min<int64_t>(c_.accum_steps, task_.steps_per_epoch() - b * c_.accum_steps));
+  }
   void log_step(int64_t epoch, int64_t b, const StepLoss& s, const StepTimes& t);
   void end_epoch(int64_t epoch, double epoch_s);
   void checkpoint(const TrainPosition& at);
+  // A mid-epoch checkpoint's running sums of the epoch, and their restore on --resume.
+  void save_epoch_sums(std::map<std::string, std::string>& meta);
+  void restore_epoch_sums(const std::map<std::string, std::string>& saved);
+  // "The last good checkpoint is <path>" (checkpoints are written only when finite), or
+  // that there is none yet.
+  std::string last_good_checkpoint() const {
+    return fs::exists(ckpt_path_) ? "The last good checkpoint is " + ckpt_path_
+                                  : std::string("No checkpoint was written yet");
+  }
   std::map<std::string, std::string> metadata() const;
   // Rank 0's BatchNorm running statistics (buffers) become every rank's, so the sharded
   // evaluation and the saved model agree (PyTorch DDP's default broadcast_buffers).
   void sync_buffers();
+  // fp16: a skipped (overflowed) step leaves no trace, so the BatchNorm running
+  // statistics its forwards updated are put back as they were before the step.
+  void save_buffers();
+  void restore_buffers();
   TrainingTask::Evaluation evaluate(bool epoch_end);
   // After each step: a stop signal on any rank, or --checkpoint-minutes elapsed on rank 0.
   struct Requests {
@@ -236,6 +305,7 @@ class TrainingLoop {
   bool tracing_ = false, trace_written_ = false;
   bool stop_after_epoch_ = false;
   double grad_norm_ = 0;
+  std::vector<Tensor> saved_buffers_;  // fp16: the buffers before the current step
 };
 
 TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicator& comm)
@@ -292,20 +362,36 @@ void TrainingLoop::install_sync_bn(bool on) {
   ST_CHECK(layers > 0, "--sync-bn: the model has no BatchNorm layers");
 }
 
+void TrainingLoop::check_resume_position(const TrainPosition& at) const {
+  constexpr int64_t kMaxStep = int64_t{1} << 53;  // steps are also written as doubles
+  const std::string& path = c_.resume;
+  ST_CHECK(at.step <= kMaxStep, path, ": checkpoint metadata 'step' is ", at.step,
+           ", more than the 2^53 steps a run counts");
+  ST_CHECK(at.batch <= task_.steps_per_epoch(), path, ": checkpoint metadata 'batch' is ", at.batch,
+           ", past the end of an epoch (", task_.steps_per_epoch(), ")");
+}
+
+void TrainingLoop::check_something_left(const TrainPosition& at) const {
+  const std::string& path = c_.resume;
+  ST_CHECK(at.epoch < c_.epochs, path, " has completed ", at.epoch, " epoch(s): --epochs ",
+           c_.epochs, " leaves nothing to train (pass a larger --epochs)");
+  ST_CHECK(c_.max_iters == 0 || c_.max_iters > at.step, path, " is at step ", at.step,
+           ": --max-iters ", c_.max_iters, " leaves nothing to train (pass a larger --max-iters)");
+}
+
 void TrainingLoop::resume() {
   std::map<std::string, std::string> saved;
   pos_ =
       load_checkpoint(c_.resume, task_.model(), optimizer_.get(), &saved,
                       [&](const std::map<std::string, std::string>& meta, const TrainPosition& at) {
                         check_resume_compatible(c_, meta, metadata(), at);
+                        check_resume_position(at);
                       });
-  if (pos_.batch > 0 && leader_ && saved.count(kEpochSums)) {
-    std::istringstream in(saved.at(kEpochSums));
-    in >> resumed_sums_[0] >> resumed_sums_[1] >> resumed_sums_[2];
-  }
+  if (pos_.batch > 0) restore_epoch_sums(saved);
   resume_exchange(c_, pos_.step, *reducer_, sparsify_.get(), comm_);
   task_.restore(c_.resume, saved, pos_);
   precision_.restore(saved, c_.resume);
+  check_something_left(pos_);
   if (!c_.quiet && leader_)
     std::fprintf(stderr, "resumed from %s at epoch %ld %s %ld (step %ld)\n", c_.resume.c_str(),
                  static_cast<long>(pos_.epoch), task_.step_name(), static_cast<long>(pos_.batch),
@@ -354,10 +440,33 @@ void TrainingLoop::sync_buffers() {
   for (Buffer* b : collect_buffers(task_.model())) comm_.broadcast(b->value, 0);
 }
 
+void TrainingLoop::save_buffers() {
+  const std::vector<Buffer*> buffers = collect_buffers(task_.model());
+  if (saved_buffers_.size() != buffers.size()) {
+    saved_buffers_.clear();
+    for (Buffer* b : buffers) saved_buffers_.push_back(b->value.clone());
+    return;
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) saved_buffers_[i].copy_from(buffers[i]->value);
+}
+
+void TrainingLoop::restore_buffers() {
+  const std::vector<Buffer*> buffers = collect_buffers(task_.model());
+  for (size_t i = 0; i < buffers.size() && i < saved_buffers_.size(); ++i)
+    buffers[i]->value.copy_from(saved_buffers_[i]);
+}
+
 TrainingTask::Evaluation TrainingLoop::evaluate(bool epoch_end) {
   sync_buffers();
   result_.evaluated = true;
-  return task_.evaluate(epoch_end);
+  TrainingTask::Evaluation ev = task_.evaluate(epoch_end);
+  // Every rank holds the same reduced figure, so every rank stops here together.
+  ST_CHECK(std::isfinite(ev.loss), "evaluation at step ", result_.steps, " gave a loss of ",
+           ev.loss,
+           precision_.precision() == Precision::F32 ? "" : " (16-bit activations overflowed)",
+           ": the model has diverged; stopping. ", last_good_checkpoint(),
+           " (try a lower --lr or --clip)");
+  return ev;
 }
 
 TrainingLoop::Requests TrainingLoop::poll_requests() {
@@ -373,33 +482,62 @@ TrainingLoop::Requests TrainingLoop::poll_requests() {
   return {flags[0] > 0, flags[1] > 0};
 }
 
+void TrainingLoop::save_epoch_sums(std::map<std::string, std::string>& meta) {
+  // The epoch's running sums over all ranks (older readers use them) and each rank's
+  // own, which a resume on as many ranks restores rank by rank, so the epoch's reduction
+  // adds the same numbers in the same order as an uninterrupted run.
+  double sums[3] = {loss_sum_, seen_, static_cast<double>(correct_)};
+  char text[80];
+  std::snprintf(text, sizeof text, "%.17g %.17g %.17g", sums[0], sums[1], sums[2]);
+  const std::vector<std::string> rows = comm_.gather_bytes(text, 0);
+  for (double& v : sums) v = comm_.allreduce_scalar(v);
+  std::snprintf(text, sizeof text, "%.17g %.17g %.17g", sums[0], sums[1], sums[2]);
+  meta[kEpochSums] = text;
+  std::string by_rank;
+  for (const std::string& row : rows) by_rank += (by_rank.empty() ? "" : ";") + row;
+  meta[kEpochSumsByRank] = by_rank;
+}
+
+void TrainingLoop::restore_epoch_sums(const std::map<std::string, std::string>& saved) {
+  const std::string* by_rank = meta_find(saved, kEpochSumsByRank);
+  const std::string* total = meta_find(saved, kEpochSums);
+  std::string mine;
+  if (by_rank) {
+    std::istringstream rows(*by_rank);
+    for (int r = 0; r <= comm_.rank() && std::getline(rows, mine, ';');) ++r;
+  } else if (total && leader_) {
+    mine = *total;
+  }
+  std::istringstream in(mine);
+  in >> resumed_sums_[0] >> resumed_sums_[1] >> resumed_sums_[2];
+}
+
 void TrainingLoop::checkpoint(const TrainPosition& at) {
   sync_buffers();
   since_checkpoint_.reset();
   std::vector<std::pair<std::string, Tensor>> extra;
   std::map<std::string, std::string> meta = metadata();
-  if (at.batch > 0) {
-    // The epoch's running sums over all ranks, so a resumed epoch reports the same
-    // training loss as an uninterrupted one.
-    double sums[3] = {loss_sum_, seen_, static_cast<double>(correct_)};
-    char text[80];
-    for (double& v : sums) v = comm_.allreduce_scalar(v);
-    std::snprintf(text, sizeof text, "%.17g %.17g %.17g", sums[0], sums[1], sums[2]);
-    meta[kEpochSums] = text;
-  }
+  if (at.batch > 0) save_epoch_sums(meta);
   task_.checkpoint_state(extra, meta);
   precision_.save(meta);
   if (sparsify_)
     for (auto& entry : gather_sparsify_state(*sparsify_, comm_)) extra.push_back(std::move(entry));
   if (!leader_) return;
+  // A diverged update leaves finite losses behind but NaN weights: never save those over
+  // the last good checkpoint.
+  const std::string bad = first_non_finite(checkpoint_tensors(task_.model(), optimizer_.get()));
+  ST_CHECK(bad.empty(), "training diverged: '", bad, "' holds NaN or inf after step ", at.step,
+           "; stopping without saving it. ", last_good_checkpoint(),
+           " (try a lower --lr or --clip)");
   save_checkpoint(ckpt_path_, task_.model(), optimizer_.get(), at, meta, extra);
   // Kept beside it until the next epoch end: the state a resume on another number of
   // ranks (or batch size) starts from, after mid-epoch checkpoints replaced this one.
   if (at.batch == 0) copy_checkpoint(ckpt_path_, epoch_end_path(ckpt_path_));
 }
 
-bool TrainingLoop::micro_batch(int64_t epoch, int64_t b, int k, StepLoss& s, StepTimes& t) {
-  const int accum = static_cast<int>(c_.accum_steps);
+bool TrainingLoop::micro_batch(int64_t epoch, int64_t b, int k, int group, StepLoss& s,
+                               StepTimes& t) {
+  const int64_t accum = c_.accum_steps;
   Timer timer;
   const auto t_data = TraceWriter::Clock::now();
   if (!task_.load_batch()) return false;
@@ -415,9 +553,7 @@ bool TrainingLoop::micro_batch(int64_t epoch, int64_t b, int k, StepLoss& s, Ste
   t.fwd += timer.ms();
   if (!std::isfinite(m.loss))
     ST_THROW("loss is ", m.loss, " at iteration ", result_.steps, " (epoch ", epoch, ", ",
-             task_.step_name(), " ", b * accum + k, "); stopping. ",
-             fs::exists(ckpt_path_) ? "The last good checkpoint is " + ckpt_path_
-                                    : std::string("No checkpoint was written yet"),
+             task_.step_name(), " ", b * accum + k, "); stopping. ", last_good_checkpoint(),
              " (try a lower --lr or --clip)");
   s.loss += m.loss * static_cast<float>(m.count);
   s.count += m.count;
@@ -426,10 +562,10 @@ bool TrainingLoop::micro_batch(int64_t epoch, int64_t b, int k, StepLoss& s, Ste
   const auto t_bwd = TraceWriter::Clock::now();
   // Only the last micro-batch's backward exchanges (DDP's no_sync for the others), so
   // overlap is kept and error feedback sees one exchange per optimiser step.
-  if (k + 1 == accum) reducer_->begin_backward();
+  if (k + 1 == group) reducer_->begin_backward();
   Tensor dy = task_.loss_grad();
   // The step's gradient is the mean over its micro-batches; fp16 scales the loss.
-  const float factor = precision_.loss_scale() / static_cast<float>(accum);
+  const float factor = precision_.loss_scale() / static_cast<float>(group);
   if (factor != 1.0f) scale_inplace(dy, factor);
   task_.model().backward(dy);
   task_.after_step();
@@ -451,9 +587,13 @@ bool TrainingLoop::step(int64_t epoch, int64_t b, StepLoss& s, StepTimes& t) {
   reducer_->set_tracing(tracing_);
   flat_.zero_grads();
   if (sq_grads_) sq_grads_->zero();
-  // A group cut short by the epoch's end is dropped, as a loader's drop_last would.
-  for (int k = 0; k < c_.accum_steps; ++k)
-    if (!micro_batch(epoch, b, k, s, t)) return false;
+  if (precision_.scales_loss()) save_buffers();
+  // The epoch's last group takes the micro-batches left over (fewer than --accum-steps),
+  // and its gradient is the mean over those.
+  const int group = group_size(b);
+  if (group <= 0) return false;
+  for (int k = 0; k < group; ++k)
+    if (!micro_batch(epoch, b, k, group, s, t)) return false;
   s.loss /= static_cast<float>(s.count);
   Timer timer;
   const bool local_clip = task_.clips_before_exchange() && c_.clip > 0;
@@ -468,6 +608,8 @@ bool TrainingLoop::step(int64_t epoch, int64_t b, StepLoss& s, StepTimes& t) {
   if (precision_.unscale_and_check(flat_.grads(), comm_)) {
     if (!task_.clips_before_exchange() && c_.clip > 0) clip_grad_norm(flat_.params(), c_.clip);
     optimizer_->step();
+  } else {
+    restore_buffers();
   }
   t.opt = timer.ms() + clip_ms;  // clipping counts as optimiser work
   if (tracing_) {
@@ -582,7 +724,7 @@ void TrainingLoop::report_interrupt() {
   if (leader_)
     std::fprintf(stderr,
                  "%sinterrupted by %s at step %ld; checkpoint %s (continue with --resume %s)\n",
-                 tty_ ? "\n" : "", result_.interrupted_by == SIGINT ? "SIGINT" : "SIGTERM",
+                 tty_ ? "\n" : "", signal_name(result_.interrupted_by),
                  static_cast<long>(result_.steps), ckpt_path_.c_str(), ckpt_path_.c_str());
 }
 
@@ -595,7 +737,7 @@ bool TrainingLoop::end_step(int64_t epoch, int64_t b) {
   const bool interrupt = req.stop && !epoch_done;
   const bool every = c_.checkpoint_every > 0 && result_.steps % c_.checkpoint_every == 0;
   if (limit || interrupt || every || (req.checkpoint && !epoch_done))
-    checkpoint({epoch, (b + 1) * c_.accum_steps, result_.steps});
+    checkpoint({epoch, std::min((b + 1) * c_.accum_steps, task_.steps_per_epoch()), result_.steps});
   if (result_.steps == trace_end_) finish_trace();
   if (interrupt) {
     report_interrupt();
@@ -649,10 +791,51 @@ LoopResult TrainingLoop::run() {
 
 }  // namespace
 
-void prepare_run(const TrainConfig& c, Communicator& comm) {
+OutDirClaim::OutDirClaim(const std::string& out) {
+  const std::string path = (fs::path(out) / ".sparsetrain.lock").string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ST_CHECK(fd_ >= 0, "--out ", out, ": cannot create ", path, ": ", std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    // The pid is for the message below; the lock is what counts.
+    [[maybe_unused]] const bool noted =
+        ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) > 0;
+    return;
+  }
+  const int err = errno;
+  char holder[32] = {};
+  const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+  std::string pid(holder, n > 0 ? static_cast<size_t>(n) : 0);
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  ::close(fd_);
+  fd_ = -1;
+  // A file system without locks (some network mounts) leaves the folder unclaimed.
+  if (err != EWOULDBLOCK) return;
+  ST_THROW("--out ", out, " is in use by another run (process ", pid.empty() ? "?" : pid, " holds ",
+           path, "); wait for it to end or choose another --out");
+}
+
+OutDirClaim::~OutDirClaim() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+OutDirClaim& OutDirClaim::operator=(OutDirClaim&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+OutDirClaim prepare_run(const TrainConfig& c, Communicator& comm) {
   check_config(c);
   check_same_config_on_all_ranks(c, comm);
-  if (comm.rank() == 0) prepare_out_dir(c);
+  if (comm.rank() != 0) return {};
+  fs::create_directories(c.out);
+  OutDirClaim claim(c.out);
+  prepare_out_dir(c);
+  return claim;
 }
 
 LoopResult run_training(const TrainConfig& c, TrainingTask& task, Communicator& comm) {

@@ -99,12 +99,30 @@ struct LoopResult {
   int64_t steps = 0;
   double seconds = 0;
   double mean_step_ms = 0;  // forward + backward + exchange + update, without the first 5
-  int interrupted_by = 0;   // SIGINT or SIGTERM when a signal stopped the run
+  int interrupted_by = 0;   // the stop signal (SIGINT, SIGTERM, SIGUSR1, SIGHUP), 0 = none
 };
 
-// Before a task is built: checks every flag, that all ranks got the same ones, and that
-// --out holds no other run (or --resume / --overwrite says what to do with it).
-void prepare_run(const TrainConfig& c, Communicator& comm);
+// Rank 0's claim on --out for a run's lifetime: an exclusive lock (flock) on
+// <out>/.sparsetrain.lock, which a second run into the same folder finds taken and is
+// refused by. The kernel drops it when the process ends, also on kill -9.
+class OutDirClaim {
+ public:
+  OutDirClaim() = default;
+  explicit OutDirClaim(const std::string& out);
+  ~OutDirClaim();
+  OutDirClaim(OutDirClaim&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  OutDirClaim& operator=(OutDirClaim&& o) noexcept;
+  OutDirClaim(const OutDirClaim&) = delete;
+  OutDirClaim& operator=(const OutDirClaim&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Before a task is built: checks every flag, that all ranks got the same ones, claims
+// --out (rank 0) and checks that it holds no other run (or --resume of its own
+// checkpoint / --overwrite says what to do with it). Keep the claim until the run ends.
+[[nodiscard]] OutDirClaim prepare_run(const TrainConfig& c, Communicator& comm);
 
 // Runs `task` under config `c` on `comm`'s ranks.
 LoopResult run_training(const TrainConfig& c, TrainingTask& task, Communicator& comm);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "data/sampler.h"
@@ -53,6 +55,27 @@ TEST(DistributedSampler, PaddingRepeatsTheHeadLikePyTorch) {
   EXPECT_EQ(seen.size(), 10u);
   EXPECT_EQ(seen[global[0]], 2);
   EXPECT_EQ(seen[global[1]], 2);
+}
+
+// The padding is the tail of each rank's list: real_samples() of every rank add up to
+// the dataset, each rank's first real_samples() indices are all distinct over ranks.
+TEST(DistributedSampler, RealSamplesLeaveThePaddingOut) {
+  for (const auto& [n, world] :
+       std::vector<std::pair<int64_t, int>>{{10, 4}, {51, 2}, {3, 8}, {8, 4}}) {
+    std::map<int64_t, int> seen;
+    int64_t total = 0;
+    for (int r = 0; r < world; ++r) {
+      DistributedSampler s(n, {.rank = r, .world_size = world, .seed = 1});
+      const std::vector<int64_t> mine = s.indices(0);
+      total += s.real_samples();
+      for (int64_t i = 0; i < s.real_samples(); ++i) seen[mine[static_cast<size_t>(i)]]++;
+    }
+    EXPECT_EQ(total, n) << n << " over " << world;
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), n) << n << " over " << world;
+  }
+  EXPECT_EQ(DistributedSampler(3, {.rank = 5, .world_size = 8}).real_samples(), 0);
+  EXPECT_EQ(DistributedSampler(10, {.rank = 3, .world_size = 4, .drop_last = true}).real_samples(),
+            2);
 }
 
 TEST(DistributedSampler, DropLastCutsTheTail) {

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "layers/conv2d.h"
@@ -67,12 +69,14 @@ class FixedDataTask : public TrainingTask {
     if (micro_ >= steps_per_epoch()) return false;
     const int64_t per_rank = kGlobalBatch / world_, per_micro = per_rank / accum_;
     const int64_t step = micro_ / accum_, k = micro_ % accum_;
-    const int64_t first = step * kGlobalBatch + rank_ * per_rank + k * per_micro;
-    const Shape shape{per_micro, 3, 6, 6};
-    images_ = x_.slice_flat(first * 3 * 36, shape).clone();
-    labels_ = y_.slice_flat(first, Shape{per_micro}).clone();
+    load_block(step * kGlobalBatch + rank_ * per_rank + k * per_micro, per_micro);
     ++micro_;
     return true;
+  }
+  // Examples [first, first + n) of the fixed data as the step's input.
+  void load_block(int64_t first, int64_t n) {
+    images_ = x_.slice_flat(first * 3 * 36, Shape{n, 3, 6, 6}).clone();
+    labels_ = y_.slice_flat(first, Shape{n}).clone();
   }
   StepLoss forward_loss() override {
     const float loss = ce_.forward(net_->forward(images_), labels_);
@@ -195,6 +199,68 @@ TEST(Accumulation, SparsifiedExchangeRunsOncePerOptimiserStep) {
   ASSERT_EQ(k_big.size(), static_cast<size_t>(kSteps));
   EXPECT_EQ(k_micro, k_big);
   EXPECT_EQ(column(out_dir(micro), "step").back(), std::to_string(kSteps));
+}
+
+// Micro-batch i reads the next sizes[i] examples of the fixed data (one rank).
+class BlocksTask : public FixedDataTask {
+ public:
+  explicit BlocksTask(std::vector<int64_t> sizes)
+      : FixedDataTask(0, 1, 1), sizes_(std::move(sizes)) {}
+  int64_t steps_per_epoch() const override { return static_cast<int64_t>(sizes_.size()); }
+  void start_epoch(int64_t, int64_t first) override {
+    next_ = static_cast<size_t>(first);
+    offset_ = 0;
+    for (size_t i = 0; i < next_; ++i) offset_ += sizes_[i];
+  }
+  bool load_batch() override {
+    if (next_ >= sizes_.size()) return false;
+    load_block(offset_, sizes_[next_]);
+    offset_ += sizes_[next_++];
+    return true;
+  }
+
+ private:
+  std::vector<int64_t> sizes_;
+  size_t next_ = 0;
+  int64_t offset_ = 0;
+};
+
+std::vector<float> train_blocks(const std::vector<int64_t>& sizes, int accum, int64_t& steps,
+                                const std::string& name) {
+  auto local = make_communicator("local");
+  TrainConfig c = base_config();
+  c.momentum = 0.0f;
+  c.out = out_dir(name);
+  fs::remove_all(c.out);
+  c.batch_size = sizes[0];
+  c.accum_steps = accum;
+  BlocksTask task(sizes);
+  steps = run_training(c, task, *local).steps;
+  std::vector<float> values;
+  for (Param* p : collect_params(task.model()))
+    for (int64_t i = 0; i < p->value.numel(); ++i) values.push_back(p->value.f32()[i]);
+  fs::remove_all(c.out);
+  return values;
+}
+
+// An epoch whose micro-batches do not fill the last group: that group is a shorter step
+// whose gradient is the mean over the micro-batches it has (none are dropped). Three
+// micro-batches of 8 under --accum-steps 2 take the steps of batches 16 and 8.
+TEST(Accumulation, EpochRemainderIsAShorterStep) {
+  int64_t steps_accum = 0, steps_plain = 0;
+  const auto accum = train_blocks({8, 8, 8}, 2, steps_accum, "rem_accum");
+  const auto plain = train_blocks({16, 8}, 1, steps_plain, "rem_plain");
+  EXPECT_EQ(steps_accum, 2);
+  EXPECT_EQ(steps_plain, 2);
+  ASSERT_EQ(accum.size(), plain.size());
+  for (size_t i = 0; i < accum.size(); ++i)
+    ASSERT_NEAR(accum[i], plain[i], 1e-5f * (1.0f + std::abs(plain[i]))) << "parameter " << i;
+  // More micro-batches per step than the epoch has: one step over all of them.
+  const auto all = train_blocks({8, 8, 8}, 17, steps_accum, "rem_all");
+  const auto one = train_blocks({24}, 1, steps_plain, "rem_one");
+  EXPECT_EQ(steps_accum, 1);
+  for (size_t i = 0; i < all.size(); ++i)
+    ASSERT_NEAR(all[i], one[i], 1e-5f * (1.0f + std::abs(one[i]))) << "parameter " << i;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -95,6 +96,33 @@ TEST_F(CheckpointFile, RoundTripRestoresPositionAndModel) {
   EXPECT_EQ(meta.at("arch"), "linear");
   EXPECT_EQ(meta.count(kChecksumKey), 0u);
   EXPECT_EQ(model.weight().value.to_vector(), w);
+}
+
+// A NaN or an infinity in any tensor: nothing is written, the previous file stays, and the
+// error names the file and the tensor.
+TEST_F(CheckpointFile, NonFiniteTensorIsNotWrittenAndThePreviousFileStays) {
+  save_checkpoint(path, model, nullptr, {0, 1, 1}, {});
+  const TensorFile before = load_safetensors(path);
+  for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    model.bias()->value.f32()[1] = bad;
+    expect_error(
+        [&] {
+          save_checkpoint(path, model, nullptr, {0, 2, 2}, {});
+        },
+        path + ": not written: tensor 'bias' holds NaN or inf");
+    model.bias()->value.f32()[1] = 0.5f;
+    expect_error(
+        [&] {
+          save_checkpoint(path, model, nullptr, {0, 2, 2}, {}, {{"extra", Tensor::full({3}, bad)}});
+        },
+        path + ": not written: tensor 'extra' holds NaN or inf");
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  const TensorFile after = load_safetensors(path);
+  EXPECT_EQ(after.metadata.at("step"), "1");
+  EXPECT_EQ(first_non_finite(after.tensors), "");
+  EXPECT_EQ(first_non_finite({{"a", Tensor::full({2}, 1.0f)}, {"b", Tensor::full({2}, -INFINITY)}}),
+            "b");
 }
 
 TEST_F(CheckpointFile, BadPositionMetadataNamesKeyAndFile) {

@@ -13,6 +13,7 @@
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
+#include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
@@ -108,11 +109,13 @@ constexpr int64_t kSteps = 3;
 // step's loss gradient is multiplied by 1e4: scaled by 65536 it overflows fp16.
 class FixedDataTask : public TrainingTask {
  public:
-  FixedDataTask(int rank, int world, int64_t inflate_step, int64_t drop_step)
+  FixedDataTask(int rank, int world, int64_t inflate_step, int64_t drop_step,
+                bool batchnorm = false)
       : rank_(rank), world_(world), inflate_(inflate_step), drop_(drop_step) {
     Rng rng(5);
     net_ = std::make_unique<Sequential>();
     net_->add("conv1", std::make_unique<Conv2d>(3, 6, 3, 1, 1, true, rng));
+    if (batchnorm) net_->add("bn1", std::make_unique<BatchNorm2d>(6));
     net_->add("relu1", std::make_unique<ReLU>());
     net_->add("flat", std::make_unique<Flatten>());
     net_->add("fc", std::make_unique<Linear>(6 * 6 * 6, 4, true, rng));
@@ -185,17 +188,22 @@ TrainConfig base_config() {
   return c;
 }
 
+// The trained parameters, then (with `batchnorm`) the float buffers: BatchNorm's running
+// statistics.
 std::vector<float> train_params(const TrainConfig& base, int64_t inflate, int64_t drop,
-                                const std::string& name) {
+                                const std::string& name, bool batchnorm = false) {
   Communicator& comm = world();
   TrainConfig c = base;
   c.out = out_dir(name + std::to_string(comm.rank()));
   if (c.resume.empty()) fs::remove_all(c.out);
-  FixedDataTask task(comm.rank(), comm.size(), inflate, drop);
+  FixedDataTask task(comm.rank(), comm.size(), inflate, drop, batchnorm);
   run_training(c, task, comm);
   std::vector<float> values;
   for (Param* p : collect_params(task.model()))
     for (int64_t i = 0; i < p->value.numel(); ++i) values.push_back(p->value.f32()[i]);
+  for (Buffer* b : collect_buffers(task.model()))
+    if (b->value.dtype() == DType::F32)
+      for (int64_t i = 0; i < b->value.numel(); ++i) values.push_back(b->value.f32()[i]);
   return values;
 }
 
@@ -233,6 +241,18 @@ TEST(Fp16Training, OverflowedStepIsSkippedLoggedAndLowersTheScale) {
   ASSERT_EQ(skipped.size(), without.size());
   for (size_t i = 0; i < skipped.size(); ++i)
     ASSERT_NEAR(skipped[i], without[i], 1e-6f * (1.0f + std::abs(without[i]))) << "parameter " << i;
+}
+
+// A skipped step leaves no trace: the BatchNorm running statistics its overflowed forward
+// updated are put back, so they equal those of a run that never saw that step's data.
+TEST(Fp16Training, SkippedStepLeavesBatchNormStatisticsAsBefore) {
+  TrainConfig c = base_config();
+  c.precision = "fp16";
+  const auto skipped = train_params(c, 1, -1, "bn_skip", true);
+  const auto without = train_params(c, -1, 1, "bn_without", true);
+  ASSERT_EQ(skipped.size(), without.size());
+  for (size_t i = 0; i < skipped.size(); ++i)
+    ASSERT_NEAR(skipped[i], without[i], 1e-6f * (1.0f + std::abs(without[i]))) << "value " << i;
 }
 
 // The loss scaler's state lives in the checkpoint: a run stopped after the overflowed

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "comm/communicator.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "layers/sequential.h"
@@ -153,13 +155,43 @@ TEST(Trainer, NanLossStopsWithIterationAndKeepsCheckpoint) {
     FAIL() << "a diverging run must stop";
   } catch (const Error& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("at iteration"), std::string::npos) << msg;
+    // A NaN loss names its iteration; NaN weights after a finite loss, their step.
+    EXPECT_TRUE(msg.find("at iteration") != std::string::npos ||
+                msg.find("after step") != std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("checkpoint"), std::string::npos) << msg;
   }
   // Whatever checkpoint was written before the NaN still loads.
   if (std::filesystem::exists(dir + "/checkpoint.safetensors")) {
     EXPECT_NO_THROW(load_safetensors(dir + "/checkpoint.safetensors"));
   }
+  std::filesystem::remove_all(dir);
+}
+
+// An update that turns the weights NaN after a finite loss: the run stops at the next
+// checkpoint instead of saving it, and the checkpoint the stop names (the last one
+// written) holds finite tensors and evaluates to finite numbers.
+TEST(Trainer, NanStopNamesACheckpointThatEvaluatesToFiniteNumbers) {
+  const std::string dir = fresh_dir("nan_finite");
+  const std::string path = dir + "/checkpoint.safetensors";
+  TrainConfig c = tiny_config(dir);
+  c.checkpoint_every = 1;
+  c.lr = 1e30f;
+  c.schedule = "constant";
+  c.warmup_epochs = 0;
+  std::string msg;
+  try {
+    train(c);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  ASSERT_NE(msg.find("The last good checkpoint is " + path), std::string::npos) << msg;
+  const TensorFile f = load_safetensors(path);
+  EXPECT_EQ(first_non_finite(f.tensors), "") << "the named checkpoint holds NaN or inf";
+  auto comm = make_communicator("local");
+  const EvalResult r = evaluate_checkpoint(c, path, *comm);
+  EXPECT_TRUE(std::isfinite(r.loss)) << r.loss;
+  EXPECT_TRUE(std::isfinite(r.accuracy)) << r.accuracy;
   std::filesystem::remove_all(dir);
 }
 

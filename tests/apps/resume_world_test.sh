@@ -56,12 +56,11 @@ steps=$(cut -d, -f1,2 "$tmp/dense/epochs.csv" | tail -n +2 | tr '\n' ' ')
 [[ $steps == "0,16 1,24 " ]] || fail "dense epochs (epoch,step): $steps"
 
 # expect_refusal LOG MESSAGE: the run failed, and rank 0 said MESSAGE in its one line.
+# Every rank refuses with the same line; the first rank to fail ends the job (MPI_Abort),
+# so which ranks get to print theirs depends on timing: one line is enough.
 expect_refusal() {
-  local errors
-  errors=$(grep -c "error on rank 0 of" "$tmp/$1.log")
-  [[ $errors -eq 1 ]] || fail "$1: expected one error line from rank 0: $(cat "$tmp/$1.log")"
-  grep "error on rank 0 of" "$tmp/$1.log" | grep -qF -- "$2" ||
-    fail "$1: message lacks '$2': $(cat "$tmp/$1.log")"
+  grep -E "error on rank [0-9]+ of" "$tmp/$1.log" | grep -qF -- "$2" ||
+    fail "$1: no rank's error line says '$2': $(cat "$tmp/$1.log")"
 }
 mid=("${common[@]}" --out "$tmp/mid")
 run 2 mid1 "${mid[@]}" --epochs 1 --max-iters 5 || fail "mid-epoch stop: $(tail -n 3 "$tmp/mid1.log")"

@@ -117,6 +117,7 @@ endif()
 list(REMOVE_DUPLICATES _st_pc_cflags)
 list(JOIN _st_pc_cflags " " ST_PC_DEP_CFLAGS)
 file(RELATIVE_PATH ST_PC_UP /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+string(REGEX REPLACE "/$" "" ST_PC_UP "${ST_PC_UP}")
 configure_file(cmake/sparsetrain.pc.in ${PROJECT_BINARY_DIR}/sparsetrain.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/sparsetrain.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

@@ -23,6 +23,7 @@ function(st_add_library name)
   target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
                                             $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/sparsetrain>)
   target_link_libraries(${name} PUBLIC ${A_DEPS} PRIVATE $<BUILD_INTERFACE:st_warnings>)
+  target_compile_features(${name} PUBLIC cxx_std_20)  # consumers of the install too
   string(REGEX REPLACE "^st_" "" export_name ${name})
   set_target_properties(${name} PROPERTIES EXPORT_NAME ${export_name})
   set_property(GLOBAL APPEND PROPERTY ST_INSTALLED_LIBRARIES ${name})

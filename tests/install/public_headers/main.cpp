@@ -18,7 +18,7 @@ int main() {
     std::fprintf(stderr, "the installed library has no sparsifiers\n");
     return 1;
   }
-  std::printf("%d public headers compile on their own with -Wall -Wextra -Werror; %s",
-              HEADER_COUNT, st::build_info_text().c_str());
+  std::printf("%d public headers compile on their own with -Wall -Wextra -Werror; %s", HEADER_COUNT,
+              st::build_info_text().c_str());
   return 0;
 }

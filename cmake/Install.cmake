@@ -140,6 +140,8 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "sparsetrain developers <sparsetrain@localhost>")
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# dpkg-shlibdeps names the virtual libopenblas0; the CLI's run path wants the OpenMP flavour.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp")
 set(_st_recommends openmpi-bin libopenmpi-dev libopenblas-openmp-dev libfftw3-dev libxxhash-dev
                    libstb-dev libjpeg62-turbo-dev zlib1g-dev dataset-fashion-mnist)
 if(ST_WITH_ONEDNN)

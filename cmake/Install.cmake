@@ -142,6 +142,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # dpkg-shlibdeps names the virtual libopenblas0; the CLI's run path wants the OpenMP flavour.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp")
+if(ST_WITH_CUDA)
+  # The toolkit's libraries (CUDA runtime, cuBLAS, cuDNN, NCCL) come from NVIDIA's
+  # installer, not a Debian package: dpkg-shlibdeps is told where they are.
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR})
+endif()
 set(_st_recommends openmpi-bin libopenmpi-dev libopenblas-openmp-dev libfftw3-dev libxxhash-dev
                    libstb-dev libjpeg62-turbo-dev zlib1g-dev dataset-fashion-mnist)
 if(ST_WITH_ONEDNN)

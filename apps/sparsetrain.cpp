@@ -9,6 +9,7 @@
 
 #include "comm/mpi_communicator.h"
 #include "comm/mpi_env.h"
+#include "core/build_info.h"
 #include "core/error.h"
 #include "data/packed.h"
 #include "data/registry.h"
@@ -204,6 +205,10 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"sparsetrain: data-parallel training with gradient sparsification"};
   app.require_subcommand(1);
+  // Version, commit and the backends built in (core/build_info.h).
+  std::string version = st::build_info_text();
+  version.pop_back();  // CLI11 ends the text with its own newline
+  app.set_version_flag("--version", version, "print the version, commit and backends, then exit");
   st::TrainConfig tc;
   st::LmOptions lm;
   std::vector<std::string> sp_pairs;

@@ -7,7 +7,10 @@ target_compile_options(st_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall>
   $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${SPARSETRAIN_WERROR}>>:-Werror=all-warnings>)
 
-# st_add_folder_library(name folder SOURCES... CUDA_SOURCES... DEPS...)
+# st_add_library(name SOURCES... CUDA_SOURCES... NO_CUDA_SOURCES... DEPS...): one folder's
+# static library, installed and exported as sparsetrain::<name without st_>
+# (cmake/Install.cmake); headers are included as "folder/file.h" from the source root
+# in the build and from include/sparsetrain in an install.
 function(st_add_library name)
   cmake_parse_arguments(A "" "" "SOURCES;CUDA_SOURCES;NO_CUDA_SOURCES;DEPS" ${ARGN})
   set(srcs ${A_SOURCES})
@@ -17,8 +20,13 @@ function(st_add_library name)
     list(APPEND srcs ${A_NO_CUDA_SOURCES})
   endif()
   add_library(${name} STATIC ${srcs})
-  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
-  target_link_libraries(${name} PUBLIC ${A_DEPS} PRIVATE st_warnings)
+  target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/sparsetrain>)
+  target_link_libraries(${name} PUBLIC ${A_DEPS} PRIVATE $<BUILD_INTERFACE:st_warnings>)
+  target_compile_features(${name} PUBLIC cxx_std_20)  # consumers of the install too
+  string(REGEX REPLACE "^st_" "" export_name ${name})
+  set_target_properties(${name} PROPERTIES EXPORT_NAME ${export_name})
+  set_property(GLOBAL APPEND PROPERTY ST_INSTALLED_LIBRARIES ${name})
   if(ST_WITH_CUDA)
     set_target_properties(${name} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF
                                              POSITION_INDEPENDENT_CODE ON)

@@ -8,24 +8,94 @@
 
 namespace st {
 
-const std::vector<std::string>& dataset_names() {
-  static const std::vector<std::string> names = {
-      "mnist", "fashion-mnist", "cifar10", "cifar100", "imagenet", "synthetic", "imagenet-packed"};
-  return names;
+namespace {
+
+// The built-in readers with their standard transforms.
+std::vector<DatasetInfo> builtin_rows() {
+  const auto t = [](const DatasetSpec& s) {
+    return standard_transform(s.name, s.train, s.augment, s.image_size);
+  };
+  const auto mnist = [t](const DatasetSpec& s) -> std::shared_ptr<Dataset> {
+    return std::make_shared<MnistDataset>(s.dir, s.train, t(s), s.name);
+  };
+  const auto cifar = [t](CifarKind kind) {
+    return [t, kind](const DatasetSpec& s) -> std::shared_ptr<Dataset> {
+      return std::make_shared<CifarDataset>(s.dir, kind, s.train, t(s));
+    };
+  };
+  return {
+      {"mnist", "MNIST digits (IDX files, optionally gzipped)", mnist},
+      {"fashion-mnist", "Fashion-MNIST (IDX files, optionally gzipped)", mnist},
+      {"cifar10", "CIFAR-10 (binary batches)", cifar(CifarKind::kCifar10)},
+      {"cifar100", "CIFAR-100 (binary batches)", cifar(CifarKind::kCifar100)},
+      {"imagenet", "ImageNet as train/ and val/ class folders of JPEGs",
+       [t](const DatasetSpec& s) { return open_imagenet(s.dir, s.train, t(s)); }},
+      {"synthetic", "generated labelled images of --synthetic-size examples",
+       [t](const DatasetSpec& s) -> std::shared_ptr<Dataset> {
+         const int64_t size = s.size > 0 ? s.size : (s.train ? 50000 : 10000);
+         // The test split starts far along the sequence, so it never repeats a train example.
+         const int64_t first = s.train ? 0 : int64_t{1} << 40;
+         return std::make_shared<SyntheticDataset>(size, s.shape, s.num_classes, s.seed, t(s),
+                                                   first);
+       }},
+      {"imagenet-packed", "ImageNet pre-decoded by `sparsetrain pack`",
+       [t](const DatasetSpec& s) { return open_packed_imagenet(s.dir, s.train, t(s)); }},
+  };
 }
 
-namespace {
+std::vector<DatasetInfo>& rows() {
+  static std::vector<DatasetInfo> r = builtin_rows();
+  return r;
+}
+
+std::vector<std::string>& names() {
+  static std::vector<std::string> n = [] {
+    std::vector<std::string> out;
+    for (const DatasetInfo& d : rows()) out.push_back(d.name);
+    return out;
+  }();
+  return n;
+}
+
 void check_name(const std::string& name) {
-  for (const std::string& n : dataset_names())
+  for (const std::string& n : names())
     if (n == name) return;
   std::string list;
-  for (const std::string& n : dataset_names()) list += (list.empty() ? "" : ", ") + n;
+  for (const std::string& n : names()) list += (list.empty() ? "" : ", ") + n;
   ST_THROW("unknown dataset '", name, "'; valid: ", list);
 }
+
+// The built-in rows come first in rows(); registered ones follow.
+bool is_builtin(const std::string& name) {
+  static const size_t builtins = builtin_rows().size();
+  for (size_t i = 0; i < builtins; ++i)
+    if (rows()[i].name == name) return true;
+  return false;
+}
+
 }  // namespace
+
+const std::vector<DatasetInfo>& datasets() {
+  return rows();
+}
+
+const std::vector<std::string>& dataset_names() {
+  return names();
+}
+
+void register_dataset(DatasetInfo info) {
+  ST_CHECK(!info.name.empty(), "register_dataset: the dataset needs a name");
+  ST_CHECK(static_cast<bool>(info.open), "register_dataset('", info.name, "'): no reader");
+  for (const DatasetInfo& d : rows())
+    ST_CHECK(d.name != info.name, "register_dataset('", info.name,
+             "'): a dataset of that name exists");
+  names().push_back(info.name);
+  rows().push_back(std::move(info));
+}
 
 Transform standard_transform(const std::string& name, bool train, bool augment, int image_size) {
   check_name(name);
+  if (!is_builtin(name)) return Transform();
   const bool aug = train && augment;
   Transform t;
   if (name == "mnist" || name == "fashion-mnist") {
@@ -53,20 +123,10 @@ Transform standard_transform(const std::string& name, bool train, bool augment, 
 }
 
 std::shared_ptr<Dataset> open_dataset(const DatasetSpec& spec) {
-  Transform t = standard_transform(spec.name, spec.train, spec.augment, spec.image_size);
-  if (spec.name == "mnist" || spec.name == "fashion-mnist")
-    return std::make_shared<MnistDataset>(spec.dir, spec.train, t, spec.name);
-  if (spec.name == "cifar10")
-    return std::make_shared<CifarDataset>(spec.dir, CifarKind::kCifar10, spec.train, t);
-  if (spec.name == "cifar100")
-    return std::make_shared<CifarDataset>(spec.dir, CifarKind::kCifar100, spec.train, t);
-  if (spec.name == "imagenet") return open_imagenet(spec.dir, spec.train, t);
-  if (spec.name == "imagenet-packed") return open_packed_imagenet(spec.dir, spec.train, t);
-  const int64_t size = spec.size > 0 ? spec.size : (spec.train ? 50000 : 10000);
-  // The test split starts far along the sequence, so it never repeats a train example.
-  const int64_t first = spec.train ? 0 : int64_t{1} << 40;
-  return std::make_shared<SyntheticDataset>(size, spec.shape, spec.num_classes, spec.seed, t,
-                                            first);
+  check_name(spec.name);
+  for (const DatasetInfo& d : rows())
+    if (d.name == spec.name) return d.open(spec);
+  ST_THROW("unknown dataset '", spec.name, "'");  // unreachable after check_name
 }
 
 }  // namespace st

@@ -12,8 +12,7 @@ namespace st {
 
 namespace {
 
-// (num_classes, input_channels, image_size, rng) -> model
-using Factory = std::function<LayerPtr(int64_t, int64_t, int64_t, Rng&)>;
+using Factory = ModelFactory;
 
 struct Entry {
   ArchInfo info;
@@ -33,8 +32,8 @@ Factory vgg(int depth) {
   return [depth](int64_t k, int64_t c, int64_t, Rng& rng) { return vgg_cifar(depth, k, c, rng); };
 }
 
-const std::vector<Entry>& entries() {
-  static const std::vector<Entry> table = {
+std::vector<Entry>& entries() {
+  static std::vector<Entry> table = {
       {{"resnet20", "CIFAR ResNet-20 (He et al. 2016 sec. 4.2, option A), 0.27M params", 32},
        cifar(20)},
       {{"resnet32", "CIFAR ResNet-32 (option A), 0.46M params", 32}, cifar(32)},
@@ -66,15 +65,32 @@ const Entry& find(const std::string& arch) {
   ST_THROW("unknown --arch '", arch, "'; valid: ", valid.str());
 }
 
+// The ArchInfo column of entries(), kept in step by register_model.
+std::vector<ArchInfo>& infos() {
+  static std::vector<ArchInfo> v = [] {
+    std::vector<ArchInfo> out;
+    for (const Entry& e : entries()) out.push_back(e.info);
+    return out;
+  }();
+  return v;
+}
 }  // namespace
 
+void register_model(ArchInfo info, ModelFactory make) {
+  ST_CHECK(!info.name.empty(), "register_model: the architecture needs a name");
+  ST_CHECK(static_cast<bool>(make), "register_model('", info.name, "'): no factory");
+  ST_CHECK(info.image_size >= 0, "register_model('", info.name, "'): image size must be >= 0, got ",
+           info.image_size);
+  for (const Entry& e : entries())
+    ST_CHECK(e.info.name != info.name, "register_model('", info.name,
+             "'): an architecture of that name exists");
+  infos();  // built from the table before it grows
+  entries().push_back({info, std::move(make)});
+  infos().push_back(std::move(info));
+}
+
 const std::vector<ArchInfo>& model_archs() {
-  static const std::vector<ArchInfo> infos = [] {
-    std::vector<ArchInfo> v;
-    for (const Entry& e : entries()) v.push_back(e.info);
-    return v;
-  }();
-  return infos;
+  return infos();
 }
 
 std::vector<std::string> model_names() {

@@ -1,8 +1,12 @@
 // The model registry behind --arch: one table row per architecture name. Adding a model
-// = its own file plus one row in registry.cpp (and a parameter-count test).
+// in the tree = its own file plus one row in registry.cpp (and a parameter-count test);
+// outside the tree, a program or library adds the same kind of row with register_model
+// (or a static ModelRegistrar) and trains it with --arch <name> through st::train.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/rng.h"
@@ -16,7 +20,25 @@ struct ArchInfo {
   int64_t image_size;       // natural input side (224 ImageNet, 32 CIFAR, 28 MNIST)
 };
 
-// Every architecture, in --help order.
+// Builds a model for (num_classes, input_channels, image_size, rng); image_size is the
+// dataset's (or the row's own when the dataset does not say).
+using ModelFactory = std::function<LayerPtr(int64_t num_classes, int64_t input_channels,
+                                            int64_t image_size, Rng& rng)>;
+
+// Adds an architecture next to the built-in ones (make_model, --arch, the listings).
+// Throws st::Error for an empty name, a name already taken, a negative image size or a
+// missing factory. Register before training starts (at static initialisation or early
+// in main); references from arch_info() may move when a row is added.
+void register_model(ArchInfo info, ModelFactory make);
+// Registers its row when constructed; a namespace-scope object in the model's own file:
+//   static const st::ModelRegistrar reg({"tiny_resnet", "...", 32}, make_tiny_resnet);
+struct ModelRegistrar {
+  ModelRegistrar(ArchInfo info, ModelFactory make) {
+    register_model(std::move(info), std::move(make));
+  }
+};
+
+// Every architecture, in --help order (the registered ones last).
 const std::vector<ArchInfo>& model_archs();
 std::vector<std::string> model_names();
 // Throws st::Error "unknown --arch 'x'; valid: ..." for an unknown name.

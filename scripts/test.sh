@@ -9,6 +9,10 @@
 # ctest then runs those binaries and each fuzz target over its corpus plus FUZZ_RUNS (default
 # 4000) inputs from a fixed seed, at most FUZZ_SECONDS (default 20) each.
 # SANITIZE=0 skips it.
+# The ctest entries labelled install (scripts/check_install.sh) install the build into
+# <build>/install-check/prefix, build every project in examples/ and a header-only consumer
+# against it, and run them (the custom model with MiCRO on 2 ranks, the custom sparsifier
+# through the installed conformance checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

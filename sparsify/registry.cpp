@@ -257,13 +257,29 @@ bool SparsifierInfo::partitioned() const {
   return build(SparsifierOptions{})->partitioned();
 }
 
-const std::vector<SparsifierInfo>& sparsifiers() {
-  static const std::vector<SparsifierInfo> table = [] {
-    std::vector<SparsifierInfo> t = main_methods();
-    for (SparsifierInfo& s : baselines()) t.push_back(std::move(s));
-    return t;
+namespace {
+std::vector<SparsifierInfo>& table() {
+  static std::vector<SparsifierInfo> t = [] {
+    std::vector<SparsifierInfo> rows = main_methods();
+    for (SparsifierInfo& s : baselines()) rows.push_back(std::move(s));
+    return rows;
   }();
-  return table;
+  return t;
+}
+}  // namespace
+
+const std::vector<SparsifierInfo>& sparsifiers() {
+  return table();
+}
+
+void register_sparsifier(SparsifierInfo row) {
+  ST_CHECK(!row.name.empty(), "register_sparsifier: the method needs a name");
+  ST_CHECK(static_cast<bool>(row.make), "register_sparsifier('", row.name,
+           "'): the row has no factory");
+  for (const SparsifierInfo& s : table())
+    ST_CHECK(s.name != row.name, "register_sparsifier('", row.name,
+             "'): a sparsifier of that name exists");
+  table().push_back(std::move(row));
 }
 
 std::vector<std::string> sparsifier_names() {

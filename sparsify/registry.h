@@ -2,12 +2,15 @@
 // Everything else reads the row: the factory and --sp validation (make_sparsifier), the
 // listing and JSON of `sparsetrain sparsifiers` (registry_listing.cpp), the table in
 // docs/SPARSIFIERS.md and the scaling model (both from the JSON).
-// Adding a method = its own file + one row in registry.cpp + one line in the conformance
-// suite's list.
+// Adding a method in the tree = its own file + one row in registry.cpp + one line in the
+// conformance suite's list. Outside the tree, a program or library adds the same kind of
+// row with register_sparsifier (or a static SparsifierRegistrar) and runs
+// conformance::check_conformance (sparsify/testing/conformance.h) on it.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sparsify/sp_keys.h"
@@ -41,7 +44,20 @@ struct SparsifierInfo {
   bool partitioned() const;
 };
 
+// Every method: the built-in rows, then the registered ones in registration order.
 const std::vector<SparsifierInfo>& sparsifiers();
+// Adds a method next to the built-in ones: from then on --sparsifier, --sp validation,
+// the listing and make_sparsifier know it. Throws st::Error for an empty name, a name
+// already taken or a row without a factory. Register before training starts (at static
+// initialisation or early in main): the table is not locked against concurrent readers,
+// and references from sparsifier_info() may move when a row is added.
+void register_sparsifier(SparsifierInfo row);
+// Registers its row when constructed; a namespace-scope object in the method's own file
+// adds the method to any program that links that file:
+//   static const st::SparsifierRegistrar masked_topk({"masked_topk", "...", {}, {...}, make});
+struct SparsifierRegistrar {
+  explicit SparsifierRegistrar(SparsifierInfo row) { register_sparsifier(std::move(row)); }
+};
 std::vector<std::string> sparsifier_names();
 // Throws "unknown --sparsifier 'x'; valid: ..." for an unknown name.
 const SparsifierInfo& sparsifier_info(const std::string& name);

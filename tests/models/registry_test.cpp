@@ -3,8 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 
+#include "core/error.h"
 #include "core/ops.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/sequential.h"
 #include "models/model_init.h"
 #include "models/registry.h"
 
@@ -68,6 +74,56 @@ TEST(ModelInit, KaimingNormalScale) {
     const double std = std::sqrt(sum_squares(w.value) / static_cast<double>(w.value.numel()));
     EXPECT_NEAR(std, std::sqrt(2.0 / fan), 0.02 * std::sqrt(2.0 / fan));
   }
+}
+
+// A model registered from outside the zoo is built, listed and named like a built-in one;
+// a second row of the same name, an empty name or a missing factory are errors.
+TEST(Registry, RegisteredModelIsBuiltLikeTheBuiltInOnes) {
+  int64_t seen_size = -1;
+  register_model({"registry_test_linear", "flatten + linear (a test row)", 12},
+                 [&seen_size](int64_t k, int64_t c, int64_t s, Rng& rng) -> LayerPtr {
+                   seen_size = s;
+                   auto net = std::make_unique<Sequential>();
+                   net->add("flatten", std::make_unique<Flatten>());
+                   net->add("fc", std::make_unique<Linear>(c * s * s, k, true, rng));
+                   return net;
+                 });
+  const std::vector<std::string> names = model_names();
+  EXPECT_EQ(names.back(), "registry_test_linear");
+  EXPECT_EQ(model_archs().back().name, "registry_test_linear");
+  EXPECT_EQ(model_archs().size(), names.size());
+  EXPECT_EQ(arch_info("registry_test_linear").image_size, 12);
+  Rng rng(3);
+  LayerPtr m = make_model("registry_test_linear", 5, 2, rng);
+  EXPECT_EQ(seen_size, 12);  // the row's own size when the caller gives none
+  int64_t params = 0;
+  m->visit_params("", [&](const std::string&, Param& p) { params += p.value.numel(); });
+  EXPECT_EQ(params, 2 * 12 * 12 * 5 + 5);
+  make_model("registry_test_linear", 5, 2, rng, 4);
+  EXPECT_EQ(seen_size, 4);
+
+  const auto error_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const ModelFactory any = [](int64_t, int64_t, int64_t, Rng&) -> LayerPtr { return nullptr; };
+  EXPECT_NE(error_of([&] {
+              register_model({"resnet20", "again", 32}, any);
+            }).find("'resnet20'): an architecture of that name exists"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              register_model({"", "nameless", 32}, any);
+            }).find("needs a name"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              register_model({"no_factory", "", 32}, nullptr);
+            }).find("no factory"),
+            std::string::npos);
+  EXPECT_EQ(model_names().size(), names.size());  // the refused rows were not added
 }
 
 }  // namespace

@@ -1,18 +1,8 @@
 // The conformance suite every sparsifier passes, through SparsifyHook on the CPU
-// implementation of bulk::Ops, on 1 process and under mpirun with 2
-// and 4 ranks (docs/ALGORITHMS.md, "Notation and shared machinery"):
-//   - the averaged update is identical on every rank and equals the dense reference
-//     computed from the ranks' contributions (x - residual after the exchange);
-//   - union-style patterns contribute x at every result position and nothing elsewhere;
-//     allgather-sum contributes only at the rank's own selection;
-//   - error feedback loses nothing: sum_t P*update_t + sum_r residual_r = sum_{t,r} grad;
-//   - counts, actual density and bytes are accounted; selections are in range, unique,
-//     and never empty when the method promises to send something;
-//   - the rule's state agrees on every rank;
-//   - the phase timers are non-negative and add up to no more than the exchange (and the
-//     exchange, error feedback and selection to no more than the whole call); the logged
-//     residual norm is the norm of the residual.
-// Adding a sparsifier = one line in kMethods.
+// implementation of bulk::Ops, on 1 process and under mpirun with 2 and 4 ranks.
+// The checks themselves are the installed helper sparsify/testing/conformance.h (listed
+// there); this suite runs them for every built-in method. Adding a sparsifier = one line in
+// kMethods.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,9 +11,9 @@
 
 #include "comm/communicator.h"
 #include "core/rng.h"
-#include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "sparsify/testing/conformance.h"
 #include "tests/sparsify/heavy_tailed.h"
 
 namespace st::test {
@@ -59,204 +49,79 @@ const Method kMethods[] = {
     {"signsgd", 1.0, {}},    // 1 bit per element, packed
 };
 
-// The phases of one exchange (sparsify_hook.h): non-negative, disjoint, inside their total.
-void expect_phases_consistent(const SparsifyStats& s) {
-  for (double ms : {s.ef_ms, s.select_ms, s.partition_ms, s.estimate_ms, s.pack_ms, s.comm_ms,
-                    s.decode_ms, s.update_ms, s.exchange_ms, s.total_ms})
-    EXPECT_GE(ms, 0.0);
-  const double slack = 1e-6;  // rounding of the millisecond sums
-  EXPECT_LE(s.pack_ms + s.comm_ms + s.decode_ms + s.update_ms, s.exchange_ms + slack)
-      << "pack " << s.pack_ms << " comm " << s.comm_ms << " decode " << s.decode_ms << " update "
-      << s.update_ms << " exchange " << s.exchange_ms;
-  EXPECT_LE(s.ef_ms + s.select_ms + s.exchange_ms, s.total_ms + slack);
-  EXPECT_LE(s.partition_ms + s.estimate_ms, s.select_ms + slack);
-}
-
 Communicator& world() {
   static std::unique_ptr<Communicator> comm = make_communicator("auto");
   return *comm;
 }
 
-std::vector<double> sum_over_ranks(const std::vector<double>& v) {
-  // Through float pairs: allreduce_scalar per element would be slow; sum in double on
-  // a gathered copy instead.
-  Communicator& c = world();
-  const int64_t n = static_cast<int64_t>(v.size());
-  Tensor mine = Tensor::empty({n}), all = Tensor::empty({n * c.size()});
-  for (int64_t i = 0; i < n; ++i) mine.f32()[i] = static_cast<float>(v[i]);
-  c.allgather(mine, all);
-  std::vector<double> out(n, 0.0);
-  for (int r = 0; r < c.size(); ++r)
-    for (int64_t i = 0; i < n; ++i) out[i] += all.f32()[r * n + i];
-  return out;
-}
-
-void expect_same_on_all_ranks(const std::vector<float>& v, const std::string& what) {
-  Communicator& c = world();
-  Tensor mx = Tensor::from_vector(v, {static_cast<int64_t>(v.size())}), mn = mx.clone();
-  c.allreduce(mx, ReduceOp::Max);
-  c.allreduce(mn, ReduceOp::Min);
-  int64_t differ = 0;
-  for (size_t i = 0; i < v.size(); ++i) differ += mx.f32()[i] != mn.f32()[i];
-  EXPECT_EQ(differ, 0) << what << " differs between ranks at " << differ << " positions";
-}
-
 class Conformance : public ::testing::TestWithParam<Method> {};
 
+// Every property is checked on every rank by the installed helper
+// (sparsify/testing/conformance.h), which out-of-tree methods run too.
 TEST_P(Conformance, ErrorFeedbackDensityAndRankAgreement) {
   const Method& m = GetParam();
-  Communicator& c = world();
-  const int P = c.size(), r = c.rank();
-  SparsifierOptions opt;
-  opt.density = m.density;
-  opt.seed = 17;
-  opt.params = m.params;
-  SparsifyHook hook(make_sparsifier(m.name, opt), opt);
-  const ExchangePattern pattern = hook.sparsifier().pattern();
-  const std::vector<int64_t> sizes = {6000, 2500};  // two buckets: per-bucket state
-  const int64_t steps = 8;
-  std::vector<std::vector<double>> applied(sizes.size()), grad_sum(sizes.size());
-  for (size_t b = 0; b < sizes.size(); ++b) {
-    applied[b].assign(sizes[b], 0.0);
-    grad_sum[b].assign(sizes[b], 0.0);
+  conformance::Case c;
+  c.method = m.name;
+  c.density = m.density;
+  c.params = m.params;
+  const conformance::Report report = conformance::check_conformance(c, world());
+  EXPECT_TRUE(report.passed()) << report.summary();
+  // Two buckets over eight steps: well over a hundred properties each.
+  EXPECT_GT(report.checks, 100) << report.summary();
+}
+
+// A method that promises at least one position per rank but selects none, and whose
+// state differs between ranks: the helper fails it and says why.
+class SelectsNothing : public Sparsifier {
+ public:
+  std::string name() const override { return "conformance_test_broken"; }
+  ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
+  void select(const SelectContext& ctx, const float*, int64_t, Selection& out) override {
+    out.clear();
+    rank_ = ctx.rank;
   }
-  for (int64_t t = 0; t < steps; ++t) {
-    for (size_t b = 0; b < sizes.size(); ++b) {
-      const int64_t n = sizes[b];
-      Bucket bucket;
-      bucket.id = static_cast<int>(b);
-      bucket.numel = n;
-      Tensor g = gradient(n, r, t, static_cast<int>(b));
-      for (int64_t i = 0; i < n; ++i) grad_sum[b][i] += g.f32()[i];
-      Tensor before = hook.residual(bucket.id);
-      std::vector<float> x = g.to_vector();
-      if (before.defined())
-        for (int64_t i = 0; i < n; ++i) x[i] += before.f32()[i];
-      Tensor update = g.clone();
-      hook.exchange(bucket, update, c, t);
-      const std::vector<float> u = update.to_vector();
-      const std::vector<float> after = hook.residual(bucket.id).defined()
-                                           ? hook.residual(bucket.id).to_vector()
-                                           : std::vector<float>(n, 0.0f);
-      SCOPED_TRACE("step " + std::to_string(t) + " bucket " + std::to_string(b));
-      expect_same_on_all_ranks(u, "the averaged update");
-      // This rank's contribution and the dense reference built from all of them.
-      std::vector<double> contrib(n);
-      for (int64_t i = 0; i < n; ++i) contrib[i] = x[i] - after[i];
-      const std::vector<double> total = sum_over_ranks(contrib);
-      double err = 0, scale = 1e-12;
-      for (int64_t i = 0; i < n; ++i) {
-        err = std::max(err, std::abs(u[i] - total[i] / P));
-        scale = std::max(scale, std::abs(total[i] / P));
-      }
-      EXPECT_LE(err, 1e-5 * scale) << "update differs from the reference sum of contributions / P";
-      // Which positions this rank contributed at.
-      const std::vector<SparsifyStats> stats = hook.take_stats();
-      ASSERT_EQ(stats.size(), 1u);
-      const SparsifyStats& s = stats[0];
-      const Selection& sel = hook.last_selection(bucket.id);
-      std::set<int32_t> own(sel.indices.begin(), sel.indices.end());
-      EXPECT_EQ(own.size(), sel.indices.size()) << "selection has duplicates";
-      if (pattern != ExchangePattern::LowRank) {
-        EXPECT_EQ(s.local_count, static_cast<int64_t>(sel.indices.size()));
-      }
-      expect_phases_consistent(s);
-      if (pattern != ExchangePattern::Dense) {
-        EXPECT_GT(s.decode_ms, 0.0) << "decode not timed";
-        EXPECT_GT(s.comm_ms, 0.0) << "collectives not timed";
-      }
-      double res_sq = 0;
-      for (float v : after) res_sq += static_cast<double>(v) * v;
-      EXPECT_NEAR(s.residual_norm, std::sqrt(res_sq), 1e-9 + 1e-6 * std::sqrt(res_sq));
-      if (hook.sparsifier().sends_at_least_one() && pattern != ExchangePattern::Dense &&
-          pattern != ExchangePattern::LeaderIndices) {
-        EXPECT_GE(s.local_count, 1) << "empty selection";
-      }
-      if (pattern == ExchangePattern::Dense) {
-        EXPECT_EQ(s.global_count, n);
-        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(after[i], 0.0f);
-      } else if (pattern == ExchangePattern::LowRank) {
-        // Two dense messages, the same size on every rank, far smaller than the bucket;
-        // the contribution is the decoded own message (checked above against the update).
-        EXPECT_EQ(s.global_count, s.local_count);
-        EXPECT_GT(s.local_count, 0);
-        EXPECT_LT(s.local_count, n / 4) << "the low-rank messages do not compress";
-        EXPECT_EQ(s.bytes_sent, 4 * s.local_count);
-        EXPECT_TRUE(sel.indices.empty());
-        expect_same_on_all_ranks({static_cast<float>(s.local_count)}, "the message size");
-      } else if (pattern == ExchangePattern::AllgatherSum) {
-        Sparsifier& sp = hook.sparsifier();
-        SelectContext dctx;  // what decode() needs: the layout (no tensor segments here)
-        dctx.bucket = bucket.id;
-        const int64_t dn = sp.transform_domain() ? sp.domain_size(dctx, n) : n;
-        if (sp.transform_domain()) {
-          // Transform domain (FFT): the contribution is the decoded own selection.
-          std::vector<float> coef(dn, 0.0f), mine(n);
-          for (size_t j = 0; j < sel.indices.size(); ++j) coef[sel.indices[j]] += sel.values[j];
-          bulk::CpuOps ops;
-          bulk::Buffer cb, out;
-          ops.upload(coef.data(), bulk::Elem::F32, dn, cb);
-          sp.decode_on(ops, dctx, cb, n, out);
-          ops.download(out, 0, n, mine.data());
-          double tol = 0;
-          for (int64_t i = 0; i < n; ++i) tol = std::max(tol, 1e-6 * std::abs(x[i]));
-          for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(contrib[i], mine[i], tol) << "position " << i;
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            if (!own.count(static_cast<int32_t>(i))) {
-              ASSERT_EQ(contrib[i], 0.0) << "position " << i;
-            }
-        }
-        // Global count = distinct positions (coefficients) selected by any rank.
-        std::vector<double> hit(dn, 0.0);
-        for (int32_t i : sel.indices) hit[i] = 1.0;
-        const std::vector<double> hits = sum_over_ranks(hit);
-        int64_t distinct = 0;
-        for (double h : hits) distinct += h > 0;
-        EXPECT_EQ(s.global_count, distinct);
-      } else {
-        const std::vector<int32_t>& res = hook.last_result_indices(bucket.id);
-        std::set<int32_t> result(res.begin(), res.end());
-        EXPECT_EQ(s.global_count, static_cast<int64_t>(result.size()));
-        std::vector<float> rf(n, 0.0f);
-        for (int32_t i : res) rf[i] = 1.0f;
-        expect_same_on_all_ranks(rf, "the result positions");
-        for (int64_t i = 0; i < n; ++i) {
-          if (result.count(static_cast<int32_t>(i))) {
-            ASSERT_EQ(after[i], 0.0f) << "transmitted position " << i << " kept a residual";
-          } else {
-            ASSERT_EQ(after[i], x[i]) << "untransmitted position " << i << " lost its residual";
-          }
-        }
-        if (pattern == ExchangePattern::UnionAllreduce) {
-          for (int32_t i : sel.indices) EXPECT_TRUE(result.count(i));
-        }
-      }
-      EXPECT_DOUBLE_EQ(s.actual_density, static_cast<double>(s.global_count) / n);
-      if (s.global_count > 0) {
-        EXPECT_GT(s.bytes_sent, 0);
-      }
-      EXPECT_EQ(s.n, n);
-      const double sig = hook.sparsifier().state_signature(bucket.id);
-      expect_same_on_all_ranks({static_cast<float>(sig)}, "the sparsifier state");
-      for (int64_t i = 0; i < n; ++i) applied[b][i] += static_cast<double>(u[i]) * P;
-    }
+  double state_signature(int) const override { return 1.0 + rank_; }
+
+ private:
+  int rank_ = 0;
+};
+
+TEST(ConformanceHelper, FailsABrokenMethod) {
+  static const SparsifierRegistrar broken(
+      {"conformance_test_broken",
+       "selects nothing (a test row)",
+       {},
+       {},
+       [](const SpValues&) -> SparsifierPtr { return std::make_unique<SelectsNothing>(); }});
+  conformance::Case c;
+  c.method = "conformance_test_broken";
+  c.steps = 2;
+  const conformance::Report r = conformance::check_conformance(c, world());
+  EXPECT_FALSE(r.passed());
+  EXPECT_NE(r.summary().find("conformance_test_broken: step 0 bucket 0: empty selection"),
+            std::string::npos)
+      << r.summary();
+  if (world().size() > 1) {
+    EXPECT_NE(r.summary().find("the sparsifier state differs between ranks"), std::string::npos)
+        << r.summary();
   }
-  // Error-feedback invariant over the whole run.
-  for (size_t b = 0; b < sizes.size(); ++b) {
-    const int64_t n = sizes[b];
-    std::vector<double> res(n, 0.0);
-    Tensor rt = hook.residual(static_cast<int>(b));
-    if (rt.defined())
-      for (int64_t i = 0; i < n; ++i) res[i] = rt.f32()[i];
-    const std::vector<double> res_sum = sum_over_ranks(res), g_sum = sum_over_ranks(grad_sum[b]);
-    double err = 0, scale = 1e-12;
-    for (int64_t i = 0; i < n; ++i) {
-      err = std::max(err, std::abs(applied[b][i] + res_sum[i] - g_sum[i]));
-      scale = std::max(scale, std::abs(g_sum[i]));
-    }
-    EXPECT_LE(err, 1e-4 * scale) << "error feedback lost gradient mass in bucket " << b;
-  }
+}
+
+// The report counts every check, keeps each failure as one line naming the method, and
+// an unknown method is an error, not a pass.
+TEST(ConformanceHelper, ReportsFailuresWithTheMethodName) {
+  conformance::Report r;
+  r.method = "example";
+  EXPECT_TRUE(r.check(true, "never shown"));
+  EXPECT_FALSE(r.check(false, "step ", 3, ": lost mass"));
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(r.checks, 2);
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_EQ(r.failures[0], "example: step 3: lost mass");
+  EXPECT_NE(r.summary().find("1 of 2 checks failed"), std::string::npos) << r.summary();
+  conformance::Case bad;
+  bad.method = "no-such-method";
+  EXPECT_THROW(conformance::check_conformance(bad, world()), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sparsifiers, Conformance, ::testing::ValuesIn(kMethods),

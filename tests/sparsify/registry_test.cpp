@@ -150,5 +150,44 @@ TEST(SparsifierRegistry, RangesParseAndPrintInIntervalNotation) {
   EXPECT_EQ(flag("f", true, "").default_text(), "1");
 }
 
+// A method registered from outside the tree gets the built-in rows' treatment: its keys
+// are validated, it is listed, and make_sparsifier builds it; taken names, empty names
+// and rows without a factory are refused.
+TEST(SparsifierRegistry, RegisteredMethodIsValidatedListedAndBuilt) {
+  const size_t before = sparsifiers().size();
+  register_sparsifier({"registry_test_micro",
+                       "MiCRO under another name (a test row)",
+                       {"Yoon & Oh", "HiPC", 2023},
+                       {real("hi", 1.1, "(0, inf)", "upper edge")},
+                       [](const SpValues& v) -> SparsifierPtr {
+                         part::ThresholdRule rule;
+                         rule.hi = v.get("hi");
+                         return std::make_unique<Micro>(rule);
+                       }});
+  ASSERT_EQ(sparsifiers().size(), before + 1);
+  EXPECT_EQ(sparsifier_names().back(), "registry_test_micro");
+  SparsifierOptions o;
+  o.params["hi"] = "1.3";
+  EXPECT_EQ(make_sparsifier("registry_test_micro", o)->pattern(), ExchangePattern::UnionAllreduce);
+  EXPECT_TRUE(has(error_of("registry_test_micro", {{"hi", "-1"}}), "hi"));
+  EXPECT_TRUE(has(error_of("registry_test_micro", {{"lo", "1"}}), "lo"));  // not declared
+  EXPECT_TRUE(has(sparsifiers_listing(), "registry_test_micro"));
+  EXPECT_TRUE(has(sparsifiers_json(), "\"registry_test_micro\""));
+
+  const auto refusal = [](SparsifierInfo row) -> std::string {
+    try {
+      register_sparsifier(std::move(row));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const auto make = [](const SpValues&) -> SparsifierPtr { return nullptr; };
+  EXPECT_TRUE(has(refusal({"topk", "again", {}, {}, make}), "a sparsifier of that name exists"));
+  EXPECT_TRUE(has(refusal({"", "nameless", {}, {}, make}), "needs a name"));
+  EXPECT_TRUE(has(refusal({"no_factory", "", {}, {}, nullptr}), "no factory"));
+  EXPECT_EQ(sparsifiers().size(), before + 1);
+}
+
 }  // namespace
 }  // namespace st::test

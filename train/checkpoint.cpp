@@ -31,6 +31,7 @@ bool parse_whole(const std::string& s, T& out) {
   auto [ptr, ec] = std::from_chars(s.data(), end, out);
   return ec == std::errc() && ptr == end;
 }
+
 std::string quote(const std::string& name) {
   return nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -99,25 +100,20 @@ const Tensor& expect_like(const TensorFile& f, const std::string& name, const Te
   return t;
 }
 
-void load_optimizer(const TensorFile& f, Optimizer& optimizer, const std::string& path) {
+// The optimiser's tensors of the file, by state key; as many as the writer saved.
+std::map<std::string, Tensor> optimizer_state(const TensorFile& f, const std::string& path) {
   std::map<std::string, Tensor> state;
   const std::string prefix = kOptimizerPrefix;
   for (const auto& [name, t] : f.tensors)
     if (name.rfind(prefix, 0) == 0) state[name.substr(prefix.size())] = t;
   if (f.metadata.count(kOptimizerTensors)) {
     const int64_t saved = meta_int(f.metadata, kOptimizerTensors, path);
-    ST_CHECK(saved == static_cast<int64_t>(state.size()), path,
-             ": the checkpoint was written with ", saved, " optimizer state tensors but holds ",
-             state.size(),
-             saved > static_cast<int64_t>(state.size())
-                 ? " (a missing momentum buffer would restart at zero)"
-                 : "");
+    const auto held = static_cast<int64_t>(state.size());
+    ST_CHECK(saved == held, path, ": the checkpoint was written with ", saved,
+             " optimizer state tensors but holds ", held,
+             saved > held ? " (a missing momentum buffer would restart at zero)" : "");
   }
-  try {
-    optimizer.load_state_dict(state);
-  } catch (const Error& e) {
-    ST_THROW(path, ": ", e.what());
-  }
+  return state;
 }
 
 }  // namespace
@@ -208,9 +204,17 @@ TrainPosition load_checkpoint(const std::string& path, Layer& model, Optimizer* 
   // Every tensor is checked before the first one is copied.
   for (Param* p : params) expect_like(f, p->name, p->value, path);
   for (Buffer* b : buffers) expect_like(f, b->name, b->value, path);
+  const std::map<std::string, Tensor> state =
+      optimizer ? optimizer_state(f, path) : std::map<std::string, Tensor>{};
   for (Param* p : params) p->value.copy_from(*f.find(p->name));
   for (Buffer* b : buffers) b->value.copy_from(*f.find(b->name));
-  if (optimizer) load_optimizer(f, *optimizer, path);
+  if (optimizer) {
+    try {
+      optimizer->load_state_dict(state);
+    } catch (const Error& e) {
+      throw Error(path + ": " + e.what());  // the optimiser names the key, this the file
+    }
+  }
   if (meta) *meta = f.metadata;
   return pos;
 }

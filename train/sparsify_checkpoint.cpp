@@ -108,7 +108,6 @@ std::string bucket_hint(const std::map<std::string, std::string>& meta) {
 
 // False when the file holds no sparsifier state. A state of another number of ranks is
 // re-split for this one (sparsify/resplit.h) or refused in one line.
-
 bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm,
                             std::map<std::string, std::string>* meta) {
   const TensorFile f = load_safetensors(path);

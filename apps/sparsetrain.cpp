@@ -15,6 +15,7 @@
 #include "data/registry.h"
 #include "models/registry.h"
 #include "sparsify/registry.h"
+#include "train/checkpoint.h"
 #include "train/config_check.h"
 #include "train/lm_trainer.h"
 #include "train/trainer.h"
@@ -53,6 +54,9 @@ void add_data_flags(CLI::App* app, st::TrainConfig& c) {
       ->capture_default_str();
   app->add_option("--eval-batches", c.eval_batches,
                   "evaluate on at most this many test batches (0 = all)");
+  app->add_flag("--allow-unknown-tensors", c.allow_unknown_tensors,
+                "load a checkpoint that holds tensors which are neither this model's nor "
+                "trainer state (PyTorch's strict=False); without it they are an error");
 }
 
 // Flags of `train` (the data flags included).
@@ -120,6 +124,9 @@ void add_train_flags(CLI::App* app, st::TrainConfig& c, st::LmOptions& lm,
   app->add_flag("--overwrite", c.overwrite,
                 "replace the run already in --out (without it, such a folder is an error)");
   app->add_flag("--quiet,-q", c.quiet, "no progress lines");
+  app->add_flag("--check-flags", c.check_flags,
+                "check the flags and --sp keys as a run does at its start, then exit (0: they "
+                "are valid; nothing is read or written)");
   app->add_option("--comm", c.comm, "communication backend: auto, mpi, nccl, local")
       ->capture_default_str();
   app->add_option("--bucket-cap-mb", c.bucket_cap_mb,
@@ -170,11 +177,14 @@ void print_result(const st::LmResult& r, const st::Communicator& comm) {
     std::printf("{\"test_loss\":%.4f,\"test_ppl\":%.2f}\n", r.test_loss, r.test_ppl);
     return;
   }
-  std::printf(
-      "{\"steps\":%ld,\"seconds\":%.1f,\"step_ms\":%.2f,\"valid_loss\":%.4f,"
-      "\"valid_ppl\":%.2f,\"test_loss\":%.4f,\"test_ppl\":%.2f}\n",
-      static_cast<long>(r.steps), r.seconds, r.mean_step_ms, r.valid_loss, r.valid_ppl, r.test_loss,
-      r.test_ppl);
+  // A split never evaluated (a run stopped before its evaluation) is left out, not shown as 0.
+  std::printf("{\"steps\":%ld,\"seconds\":%.1f,\"step_ms\":%.2f", static_cast<long>(r.steps),
+              r.seconds, r.mean_step_ms);
+  if (r.valid_evaluated)
+    std::printf(",\"valid_loss\":%.4f,\"valid_ppl\":%.2f", r.valid_loss, r.valid_ppl);
+  if (r.test_evaluated)
+    std::printf(",\"test_loss\":%.4f,\"test_ppl\":%.2f", r.test_loss, r.test_ppl);
+  std::printf("}\n");
 }
 
 void print_result(const st::TrainResult& r, const st::Communicator& comm) {
@@ -233,6 +243,8 @@ int main(int argc, char** argv) {
   pack->add_option("--out,-o", pack_out, "folder for train.stpack, val.stpack")->required();
   pack->add_option("--pack-size", po.side, "stored shorter side")->capture_default_str();
   pack->add_option("--workers", po.threads, "decoding threads")->capture_default_str();
+  pack->add_flag("--overwrite", po.overwrite,
+                 "replace train.stpack / val.stpack already in --out (without it, an error)");
 
   try {
     app.parse(argc, argv);
@@ -258,11 +270,18 @@ int main(int argc, char** argv) {
       std::fputs(st::pack_imagenet(pack_in, pack_out, po).c_str(), stdout);
       return 0;
     }
-    comm = st::make_communicator(*train ? tc.comm : ec.comm);
     const auto given = [&](const char* flag) { return train->count(flag) > 0; };
     // The language model's defaults first; an optimizer's own defaults override them.
     if (*train && tc.arch == "lstm") st::apply_lm_defaults(tc, given);
     if (*train) st::apply_optimizer_defaults(tc, given);
+    if (*train && tc.check_flags) {
+      st::check_config(tc);
+      std::puts("sparsetrain: flags ok");
+      return 0;
+    }
+    comm = st::make_communicator(*train ? tc.comm : ec.comm);
+    if (*train && !tc.resume.empty()) st::check_checkpoint_file(tc.resume);
+    if (*eval) st::check_checkpoint_file(checkpoint);
     if (*train && tc.arch == "lstm") {
       const st::LmResult r = st::train_lm(tc, lm, *comm);
       print_result(r, *comm);

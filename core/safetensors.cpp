@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string_view>
 
 namespace st {
@@ -155,13 +156,35 @@ void check_tiling(std::vector<Entry>& entries, uint64_t data_size, const std::st
            data_size);
 }
 
-Layout parse_header(std::string_view text, uint64_t data_size, const std::string& path) {
+// nlohmann's parser keeps the last of two equal keys of an object; the format (and the
+// reference reader) refuses such a header, so the parse records the first repeated key.
+json parse_json_unique(std::string_view text, const std::string& path) {
+  std::vector<std::set<std::string>> open;  // the keys of each object being parsed
+  std::string repeated;
+  auto cb = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open.emplace_back();
+    } else if (event == json::parse_event_t::object_end && !open.empty()) {
+      open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty() && repeated.empty() &&
+               !open.back().insert(parsed.get<std::string>()).second) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
   json header;
   try {
-    header = json::parse(text.begin(), text.end());
+    header = json::parse(text.begin(), text.end(), cb);
   } catch (const json::exception& e) {
     ST_THROW(path, ": corrupt header: ", e.what());
   }
+  ST_CHECK(repeated.empty(), path, ": the header names ", quoted(repeated),
+           " twice (duplicate tensor or metadata names)");
+  return header;
+}
+
+Layout parse_header(std::string_view text, uint64_t data_size, const std::string& path) {
+  const json header = parse_json_unique(text, path);
   ST_CHECK(header.is_object(), path, ": header must be a JSON object, got ", header.type_name());
   Layout layout;
   for (auto it = header.begin(); it != header.end(); ++it) {

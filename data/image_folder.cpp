@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <system_error>
 
 #include "data/file_io.h"
 #include "data/image_decode.h"
@@ -17,10 +18,22 @@ bool is_image(const fs::path& p) {
          ext == ".pgm";
 }
 
-std::vector<std::string> class_folders(const fs::path& dir) {
+// A symbolic link whose target is gone (an unmounted disk, a moved folder) would drop
+// images or a whole class silently: refused, naming the link.
+void check_not_dangling(const fs::directory_entry& e, const std::string& who) {
+  if (!e.is_symlink() || e.exists()) return;
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(e.path(), ec);
+  ST_THROW(who, ": ", e.path().string(), " is a symbolic link to ", target.string(),
+           ", which does not exist");
+}
+
+std::vector<std::string> class_folders(const fs::path& dir, const std::string& who) {
   std::vector<std::string> classes;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir))
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    check_not_dangling(e, who);
     if (e.is_directory()) classes.push_back(e.path().filename().string());
+  }
   std::sort(classes.begin(), classes.end());
   return classes;
 }
@@ -31,7 +44,7 @@ ImageFolderDataset::ImageFolderDataset(const fs::path& dir, Transform transform,
     : ImageDataset(std::move(transform)), who_(std::move(who)), dir_(dir) {
   ST_CHECK(fs::is_directory(dir), who_, ": data folder ", dir.string(),
            " does not exist; expected ", dir.string(), "/<class>/*.JPEG");
-  classes_ = class_folders(dir);
+  classes_ = class_folders(dir, who_);
   ST_CHECK(!classes_.empty(), who_, ": no class folders in ", dir.string(), "; expected ",
            dir.string(), "/<class>/*.JPEG");
   std::vector<std::string> empty;
@@ -41,6 +54,7 @@ ImageFolderDataset::ImageFolderDataset(const fs::path& dir, Transform transform,
     files.clear();
     for (const fs::directory_entry& e :
          fs::recursive_directory_iterator(cdir, fs::directory_options::follow_directory_symlink)) {
+      check_not_dangling(e, who_);
       if (e.is_regular_file() && is_image(e.path()))
         files.push_back(e.path().lexically_relative(cdir).string());
     }
@@ -109,7 +123,8 @@ std::shared_ptr<ImageFolderDataset> open_imagenet(const fs::path& root, bool tra
                                                  std::string("imagenet ") + split);
   const fs::path other = root / (train ? "val" : "train");
   if (fs::is_directory(other)) {
-    std::vector<std::string> theirs = class_folders(other);
+    std::vector<std::string> theirs =
+        class_folders(other, std::string("imagenet ") + (train ? "val" : "train"));
     if (theirs != ds->classes()) {
       auto diff =
           std::mismatch(ds->classes().begin(), ds->classes().end(), theirs.begin(), theirs.end());

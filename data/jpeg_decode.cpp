@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "data/image_decode.h"
 
 namespace st {
 namespace {
@@ -127,6 +128,10 @@ void check(bool ok, const Decoder& d, const std::filesystem::path& path) {
 void open(Decoder& d, const std::vector<uint8_t>& bytes, const std::filesystem::path& path) {
   ST_CHECK(!bytes.empty(), path.string(), ": empty file");
   check(read_header(d, bytes), d, path);
+  // The size from the header first: a few hostile bytes must not cost gigabytes.
+  const int64_t w = d.cinfo.image_width, h = d.cinfo.image_height;
+  ST_CHECK(w * h <= kMaxImagePixels, path.string(), ": image of ", w, " x ", h,
+           " pixels exceeds the limit of ", kMaxImagePixels);
 }
 
 RawImage take_pixels(Decoder& d) {

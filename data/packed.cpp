@@ -132,6 +132,11 @@ int64_t pack_image_folder(const ImageFolderDataset& folder, const fs::path& out,
 }
 
 std::string pack_imagenet(const fs::path& root, const fs::path& out_dir, const PackOptions& opt) {
+  for (const char* split : {"train", "val"}) {
+    const fs::path out = out_dir / (std::string(split) + ".stpack");
+    ST_CHECK(opt.overwrite || !fs::is_directory(root / split) || !fs::exists(out),
+             "pack: ", out.string(), " already exists; pass --overwrite to replace it");
+  }
   std::string summary;
   fs::create_directories(out_dir);
   for (const bool train : {true, false}) {
@@ -176,8 +181,10 @@ PackedDataset::PackedDataset(const fs::path& file, Transform transform, std::str
            " is not a packed image file (written by `sparsetrain pack`)");
   ST_CHECK(h.version == kVersion && h.channels == 3, damaged, "version ", h.version, ", ",
            h.channels, " channels (expected version ", kVersion, ", 3 channels)");
-  ST_CHECK(h.file_size == bytes, damaged, "the header says ", h.file_size, " bytes, the file has ",
+  ST_CHECK(h.file_size <= bytes, damaged, "the header says ", h.file_size, " bytes, the file has ",
            bytes, " (truncated?)");
+  ST_CHECK(h.file_size == bytes, damaged, "the header says ", h.file_size, " bytes, the file has ",
+           bytes, " (", bytes - h.file_size, " bytes of trailing data)");
   ST_CHECK(h.index_offset >= sizeof h && h.count <= (bytes - h.index_offset) / sizeof(Entry) &&
                h.names_offset == h.index_offset + h.count * sizeof(Entry) &&
                h.names_offset <= bytes && h.num_classes > 0,

@@ -21,8 +21,9 @@
 namespace st {
 
 struct PackOptions {
-  int side = 256;   // shorter side after shrinking (smaller images are kept as they are)
-  int threads = 2;  // decoding threads
+  int side = 256;          // shorter side after shrinking (smaller images are kept as they are)
+  int threads = 2;         // decoding threads
+  bool overwrite = false;  // replace existing pack files (otherwise they are an error)
 };
 
 // Writes every image of `folder` with its label and the class names to `out` (through a
@@ -32,7 +33,8 @@ int64_t pack_image_folder(const ImageFolderDataset& folder, const std::filesyste
                           const PackOptions& opt);
 
 // `sparsetrain pack`: root/train and root/val (those that exist) to out_dir/train.stpack
-// and out_dir/val.stpack; returns one summary line per split.
+// and out_dir/val.stpack; returns one summary line per split. An existing pack file it
+// would write is refused before anything is decoded, unless opt.overwrite.
 std::string pack_imagenet(const std::filesystem::path& root, const std::filesystem::path& out_dir,
                           const PackOptions& opt);
 

@@ -105,6 +105,11 @@ void Sgd::load_state_dict(const std::map<std::string, Tensor>& state) {
     ST_CHECK(t.shape() == p.value.shape() && t.dtype() == DType::F32, "SGD state: '", key, "' is ",
              t.str(), " but parameter ", p.name, " is ", p.value.str());
   }
+  // A step gives every parameter its buffer: a state naming some but not all is damaged
+  // (a missing buffer would restart at zero).
+  for (const Param* p : params_)
+    ST_CHECK(state.empty() || state.count(p->name + ".momentum_buffer"), "SGD state: '", p->name,
+             ".momentum_buffer' is missing while other parameters have theirs");
   for (size_t i = 0; i < params_.size(); ++i) {
     auto it = state.find(params_[i]->name + ".momentum_buffer");
     if (it == state.end()) {

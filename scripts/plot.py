@@ -36,12 +36,16 @@ def read_rows(run_dir, stem):
         path = os.path.join(run_dir, stem + ext)
         if not os.path.exists(path):
             continue
-        with open(path) as f:
-            if ext == ".csv":
-                rows = list(csv.DictReader(f))
-            else:
-                rows = [json.loads(line) for line in f if line.strip()]
-        return [{k: float(v) for k, v in r.items() if _is_number(v)} for r in rows]
+        # A damaged file gives one line naming it, not a traceback.
+        try:
+            with open(path) as f:
+                if ext == ".csv":
+                    rows = list(csv.DictReader(f))
+                else:
+                    rows = [json.loads(line) for line in f if line.strip()]
+            return [{k: float(v) for k, v in r.items() if _is_number(v)} for r in rows]
+        except (OSError, ValueError, csv.Error, AttributeError) as e:
+            sys.exit(f"plot.py: {path}: cannot read it ({type(e).__name__}: {' '.join(str(e).split())})")
     return None
 
 
@@ -78,6 +82,15 @@ def main():
     ap.add_argument("--title", default="")
     a = ap.parse_args()
     a.output = a.output or f"{a.kind}.png"
+    try:
+        plot(a)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+        what = f"a row lacks the column {e}" if isinstance(e, KeyError) else \
+            f"{type(e).__name__}: {' '.join(str(e).split())}"
+        sys.exit(f"plot.py: cannot plot {' '.join(a.runs)}: {what}")
+
+
+def plot(a):
     if a.kind != "curves":
         {"times": plot_times, "padding": plot_padding, "speedup": plot_speedup}[a.kind](a)
         return

@@ -201,28 +201,9 @@ def expand(entries):
     return runs
 
 
-_SP_PAIRS = {}
-
-
-def sp_flags(build, pairs):
-    """--sp flags in the form the binary parses: `--sp key=value` (current CLI) or the
-    older `--sp key value`. Probed once per binary with a run that fails at once on an
-    unknown --arch if, and only if, `key=value` was understood."""
-    if not pairs:
-        return []
-    exe = os.path.join(build, "apps", "sparsetrain")
-    if not os.path.exists(exe):  # a dry run without a build: the current CLI's form
-        return [f for pair in pairs for f in ("--sp", pair)]
-    if exe not in _SP_PAIRS:
-        probe = subprocess.run([exe, "train", "--sparsifier", "micro", "--sp", "up=1.1", "--arch",
-                                "no_such_arch_probe", "--out", os.devnull], capture_output=True,
-                               text=True)
-        _SP_PAIRS[exe] = "no_such_arch_probe'" in probe.stderr and "--arch" in probe.stderr
-    flags = []
-    for pair in pairs:
-        k, _, v = pair.partition("=")
-        flags += ["--sp", pair] if _SP_PAIRS[exe] else ["--sp", k, v]
-    return flags
+def sp_flags(pairs):
+    """--sp flags as the CLI takes them: one `--sp key=value` per pair."""
+    return [f for pair in pairs for f in ("--sp", pair)]
 
 
 def command(run, build, out_dir, comm_bench=None):
@@ -253,7 +234,7 @@ def command(run, build, out_dir, comm_bench=None):
     if run["sparsifier"] != "none":
         cmd += ["--sparsifier", run["sparsifier"], "--density", f"{run['density']:g}"]
     if run["sparsifier"] != "none":
-        cmd += sp_flags(build, e.get("sp", "").split())
+        cmd += sp_flags(e.get("sp", "").split())
     cmd += shlex.split(e.get("args", ""))
     return prefix + launcher + cmd
 
@@ -321,6 +302,28 @@ def sparsetrain_names(build):
     if m:
         archs = {a.strip().split(" ")[0] for a in m.group(1).split(",") if a.strip()}
     return sps, archs, listing
+
+
+def check_flags(runs, build, out):
+    """Every train run's flags and --sp keys through `sparsetrain train ... --check-flags`
+    (the checks a run makes at its start), once per distinct command, before anything
+    runs: a bad line fails here, not in the middle of the grid. Returns error lines."""
+    exe = os.path.join(build, "apps", "sparsetrain")
+    errors, seen = [], {}
+    for r in runs:
+        if r["kind"] != "train":
+            continue
+        cmd = command(r, build, os.path.join(out, r["id"]))
+        cmd = cmd[cmd.index(exe):]
+        key = tuple(c for c in cmd if c != cmd[cmd.index("--out") + 1])
+        if key not in seen:
+            res = subprocess.run(cmd + ["--check-flags"], capture_output=True, text=True)
+            lines = (res.stderr.strip() or res.stdout.strip()).splitlines()
+            first = lines[0].removeprefix("sparsetrain: error: ") if lines else f"exit {res.returncode}"
+            seen[key] = None if res.returncode == 0 else first
+        if seen[key]:
+            errors.append(f"{r['entry']['line']}: {r['id']}: {seen[key]}")
+    return errors
 
 
 # ---------------------------------------------------------------- summarising
@@ -628,6 +631,12 @@ def main(argv=None):
         return 2
     only = split_list(a.only) or [""]
     todo = [r for r in runs if any(o in r["id"] for o in only)]
+    if sps is not None and not a.report_only:
+        bad = check_flags([r for r in todo if not finished(os.path.join(out, r["id"]))], build, out)
+        for line in bad:
+            print(f"reproduce: config error: {line}", file=sys.stderr)
+        if bad:
+            return 2
     if any(r["kind"] == "comm" and not finished(os.path.join(out, r["id"])) for r in todo) and \
             not a.dry_run and not a.report_only and not os.path.exists(comm_bench):
         print(f"reproduce: {config} has comm lines to run but {comm_bench} is missing "

@@ -198,12 +198,27 @@ def main():
                     help="index of the first traced step drawn (default 0)")
     ap.add_argument("--title", default=None)
     a = ap.parse_args()
-    ranks, names = load(a.trace)
-    ranks, shown = clip_to_steps(ranks, a.first, a.steps)
-    title = a.title or a.trace
-    if shown:
-        title += f"  (steps {shown[0]}-{shown[1]})" if shown[0] != shown[1] else f"  (step {shown[0]})"
-    draw(ranks, names, a.out, title)
+    # A damaged or foreign trace gives one line naming it, not a traceback.
+    try:
+        ranks, names = load(a.trace)
+        ranks, shown = clip_to_steps(ranks, a.first, a.steps)
+        title = a.title or a.trace
+        if shown:
+            title += f"  (steps {shown[0]}-{shown[1]})" if shown[0] != shown[1] else f"  (step {shown[0]})"
+        draw(ranks, names, a.out, title)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+        sys.exit(f"timeline: cannot draw {a.trace}: {reason(e)}")
+
+
+def reason(e):
+    """An exception as one line: what was wrong with the input."""
+    if isinstance(e, json.JSONDecodeError):
+        return f"not JSON ({e.msg} at line {e.lineno} column {e.colno})"
+    if isinstance(e, KeyError):
+        return f"an event lacks the field {e}"
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return f"not a Chrome trace ({type(e).__name__}: {' '.join(str(e).split())})"
 
 
 if __name__ == "__main__":

@@ -180,7 +180,8 @@ std::vector<SparsifyStats> SparsifyHook::take_stats() {
   return out;
 }
 
-void SparsifyHook::check_bucket_plan(const std::vector<Bucket>& buckets) const {
+void SparsifyHook::check_bucket_plan(const std::vector<Bucket>& buckets,
+                                     const std::string& hint) const {
   for (const auto& [id, s] : state_) {
     if (!s.residual.defined()) continue;
     const bool known = id >= 0 && id < static_cast<int>(buckets.size());
@@ -189,7 +190,7 @@ void SparsifyHook::check_bucket_plan(const std::vector<Bucket>& buckets) const {
              s.residual.numel(), " elements but this run's bucket ",
              known ? "has " + std::to_string(buckets[static_cast<size_t>(id)].numel) + " elements"
                    : "plan has only " + std::to_string(buckets.size()) + " buckets",
-             " (resume with the checkpoint's --bucket-cap-mb and --first-bucket-mb)");
+             " (", hint, ")");
   }
 }
 

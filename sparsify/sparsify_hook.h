@@ -101,8 +101,8 @@ class SparsifyHook : public BucketHook {
   void load_state(StateReader& in);
   // After load_state(): throws when a restored residual does not fit the reducer's bucket
   // plan (a checkpoint written with other --bucket-cap-mb / --first-bucket-mb), so the run
-  // stops at start instead of inside an exchange.
-  void check_bucket_plan(const std::vector<Bucket>& buckets) const;
+  // stops at start instead of inside an exchange; `hint` ends the message (what to pass).
+  void check_bucket_plan(const std::vector<Bucket>& buckets, const std::string& hint) const;
   // What this rank selected in the bucket's last exchange, copied to the host (tests).
   Selection last_selection(int bucket) const;
   // Aggregated positions of the bucket's last exchange, identical on all ranks (tests).

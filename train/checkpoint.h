@@ -41,6 +41,10 @@ void save_checkpoint(const std::string& path, Layer& model, const Optimizer* opt
                      const TrainPosition& pos, const std::map<std::string, std::string>& meta,
                      const std::vector<std::pair<std::string, Tensor>>& extra = {});
 
+// A run folder given where its checkpoint is meant: "<dir> is a directory (did you mean
+// <dir>/checkpoint.safetensors?)".
+void check_checkpoint_file(const std::string& path);
+
 // The file beside a run's checkpoint that keeps its last epoch-end state
 // ("<dir>/epoch_end.safetensors"): mid-epoch checkpoints replace checkpoint.safetensors,
 // and only an epoch-end one resumes on another number of ranks or batch size.
@@ -56,9 +60,13 @@ void copy_checkpoint(const std::string& from, const std::string& to);
 // would).
 using MetadataCheck =
     std::function<void(const std::map<std::string, std::string>&, const TrainPosition&)>;
+// Reading is strict, as PyTorch's load_state_dict(strict=True): every parameter and buffer
+// present with its shape and type, a tensor that is neither model nor trainer state
+// refused (unless allow_unknown_tensors), the optimiser state complete, and the recorded
+// settings (format, world_size, batch_size, precision, ...) of known values and ranges.
 TrainPosition load_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer,
                               std::map<std::string, std::string>* meta = nullptr,
-                              const MetadataCheck& check = {});
+                              const MetadataCheck& check = {}, bool allow_unknown_tensors = false);
 
 // Typed access to checkpoint metadata (string values from a file that may be damaged or
 // hand-edited). Errors name the file and the key: "<path>: checkpoint metadata 'epoch' is

@@ -142,6 +142,9 @@ void check_config(const TrainConfig& c) {
   ST_CHECK(!c.sync_bn || !lm, "--sync-bn applies to models with BatchNorm, not --arch lstm");
   check_sparsifier_device(c);
   check_precision(c);
+  // --sp keys and values as the exchange hook reads them, before any data is loaded.
+  std::shared_ptr<SparsifyHook> hook;
+  if (c.sparsifier != "none") make_exchange_hook(c, hook);
 }
 
 std::vector<std::pair<std::string, std::string>> config_fields(const TrainConfig& c) {

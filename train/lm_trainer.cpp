@@ -104,6 +104,7 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, const LmOp
           {"density", std::to_string(c.density)},
           {"sp", format_sparsifier_params(c.sparsifier_params)},
           {"seed", std::to_string(c.seed)},
+          {"train_subset", std::to_string(c.train_subset)},
           {"lr", std::to_string(c.lr)},
           {"clip", std::to_string(c.clip)},
           {"batch_size", std::to_string(c.batch_size)},
@@ -200,6 +201,7 @@ class LmTask : public TrainingTask {
                const TrainPosition& pos) override;
 
   double valid_loss = 0, test_loss = 0;
+  bool valid_evaluated = false, test_evaluated = false;
 
  private:
   const TrainConfig& c_;
@@ -264,6 +266,7 @@ LmTask::LmTask(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
 
 TrainingTask::Evaluation LmTask::evaluate(bool epoch_end) {
   valid_loss = st::evaluate(model_, valid_data_, lm_.bptt, c_.eval_batches, comm_);
+  valid_evaluated = true;
   char summary[96];
   if (!epoch_end) {
     std::snprintf(summary, sizeof summary, "valid loss %.4f ppl %.2f", valid_loss,
@@ -271,6 +274,7 @@ TrainingTask::Evaluation LmTask::evaluate(bool epoch_end) {
     return {{}, summary, valid_loss};
   }
   test_loss = st::evaluate(model_, test_data_, lm_.bptt, c_.eval_batches, comm_);
+  test_evaluated = true;
   std::snprintf(summary, sizeof summary, "valid loss %.4f ppl %.2f | test ppl %.2f", valid_loss,
                 perplexity(valid_loss), perplexity(test_loss));
   return {{{"valid_loss", valid_loss},
@@ -361,10 +365,16 @@ LmResult train_lm(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
   LmTask task(c, lm, comm);
   const LoopResult r = run_training(c, task, comm);
   LmResult result;
-  result.valid_loss = task.valid_loss;
-  result.valid_ppl = perplexity(task.valid_loss);
-  result.test_loss = task.test_loss;  // 0 when training stopped early (--max-iters)
-  result.test_ppl = task.test_loss > 0 ? perplexity(task.test_loss) : 0.0;
+  result.valid_evaluated = task.valid_evaluated;
+  result.test_evaluated = task.test_evaluated;
+  if (task.valid_evaluated) {
+    result.valid_loss = task.valid_loss;
+    result.valid_ppl = perplexity(task.valid_loss);
+  }
+  if (task.test_evaluated) {
+    result.test_loss = task.test_loss;
+    result.test_ppl = perplexity(task.test_loss);
+  }
   result.steps = r.steps;
   result.seconds = r.seconds;
   result.mean_step_ms = r.mean_step_ms;
@@ -398,13 +408,15 @@ LmResult evaluate_lm_checkpoint(const TrainConfig& config, const std::string& ch
            " words but ", corpus.name, " gives ", corpus.vocab.size());
   Rng rng(0);
   LstmLm model(model_config(lm, vocab, 0), rng);
-  load_checkpoint(checkpoint, model, nullptr);  // host tensors, copied into the model
+  load_checkpoint(checkpoint, model, nullptr, nullptr, {},  // host tensors, copied into the model
+                  config.allow_unknown_tensors);
   model.to(device);
   const Tensor test_data = shard(prefix(corpus.test, config.test_subset), lm.eval_batch_size, comm,
                                  corpus.name + " test split", device);
   LmResult r;
   r.test_loss = evaluate(model, test_data, lm.bptt, config.eval_batches, comm);
   r.test_ppl = perplexity(r.test_loss);
+  r.test_evaluated = true;
   return r;
 }
 

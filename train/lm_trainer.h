@@ -37,8 +37,11 @@ struct LmOptions {
 };
 
 struct LmResult {
+  // A split is evaluated at epoch ends (valid also at --max-iters); a run stopped before
+  // one leaves its `evaluated` false and its numbers 0.
   double valid_loss = 0, valid_ppl = 0;
-  double test_loss = 0, test_ppl = 0;  // 0 when training stopped early (--max-iters)
+  double test_loss = 0, test_ppl = 0;
+  bool valid_evaluated = false, test_evaluated = false;
   int64_t steps = 0;
   double seconds = 0;
   double mean_step_ms = 0;  // training step time (forward + backward + exchange + update)

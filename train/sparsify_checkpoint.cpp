@@ -86,12 +86,32 @@ void report_resplit(const SparsifyHook& hook, const std::vector<HookState>& old,
                  largest_diff, largest_sum);
 }
 
-// False when the file holds no sparsifier state. A state of another number of ranks is
-// re-split for this one (sparsify/resplit.h) or refused in one line.
+// The method named in the metadata must be the one whose state the rows hold.
+void check_state_method(StateReader in, const std::map<std::string, std::string>& meta,
+                        const std::string& path) {
+  const std::string method = in.get_string();
+  auto it = meta.find("sparsifier");
+  ST_CHECK(it == meta.end() || it->second == method, path, ": the metadata says --sparsifier ",
+           it->second, " but ", kSparsifyState, " holds the state of ", method);
+}
+
+// Where the checkpoint records its bucket sizes, the message says them.
+std::string bucket_hint(const std::map<std::string, std::string>& meta) {
+  auto cap = meta.find("bucket_cap_mb"), first = meta.find("first_bucket_mb");
+  if (cap == meta.end() || first == meta.end())
+    return "the checkpoint does not record its bucket sizes: resume with the --bucket-cap-mb "
+           "and --first-bucket-mb of the run that wrote it";
+  return "the checkpoint was written with --bucket-cap-mb " + cap->second + " --first-bucket-mb " +
+         first->second + "; resume with those";
+}
 }  // namespace
 
-bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm) {
+// False when the file holds no sparsifier state. A state of another number of ranks is
+// re-split for this one (sparsify/resplit.h) or refused in one line.
+bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm,
+                            std::map<std::string, std::string>* meta) {
   const TensorFile f = load_safetensors(path);
+  if (meta) *meta = f.metadata;
   const Tensor* all = f.find(kSparsifyState);
   const Tensor* lens = f.find(kSparsifyStateBytes);
   if (!all && !lens) return false;
@@ -109,6 +129,7 @@ bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communi
     const auto* data = static_cast<const uint8_t*>(all->raw()) + q * words * 4;
     return StateReader(data, static_cast<size_t>(size), what);
   };
+  check_state_method(row(0), f.metadata, path);
   if (old_world == comm.size()) {
     StateReader in = row(comm.rank());
     hook.load_state(in);
@@ -134,8 +155,9 @@ void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer, Spars
                      Communicator& comm) {
   reducer.set_iteration(step);
   if (!sparsify) return;
-  if (restore_sparsify_state(*sparsify, c.resume, comm))
-    sparsify->check_bucket_plan(reducer.buckets());
+  std::map<std::string, std::string> meta;
+  if (restore_sparsify_state(*sparsify, c.resume, comm, &meta))
+    sparsify->check_bucket_plan(reducer.buckets(), bucket_hint(meta));
   else if (comm.rank() == 0)
     std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
                  c.resume.c_str(), c.sparsifier.c_str());

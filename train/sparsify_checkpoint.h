@@ -3,6 +3,7 @@
 // ranks or on another number of them (sparsify/resplit.h re-splits the rows).
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,7 +28,9 @@ std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const Sparsify
 // none (a dense run's). A state of another number of ranks is re-split for this one
 // (rank 0 notes the residual sums over the ranks before and after) or refused in one
 // line naming the method and both world sizes. Collective when the world size changed.
-bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm);
+// `meta`, when given, receives the file's metadata.
+bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm,
+                            std::map<std::string, std::string>* meta = nullptr);
 // On --resume: the reducer's iteration count continues from `step`, and the sparsify
 // hook (when there is one) is restored as above and checked against the bucket plan.
 // A checkpoint without sparsifier state leaves the hook fresh, with a note on rank 0:

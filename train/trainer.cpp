@@ -153,6 +153,8 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c) {
           {"sp", format_sparsifier_params(c.sparsifier_params)},
           {"dataset", c.dataset},
           {"seed", std::to_string(c.seed)},
+          {"synthetic_size", std::to_string(c.synthetic_size)},
+          {"train_subset", std::to_string(c.train_subset)},
           {"lr", std::to_string(c.lr)},
           {"batch_size", std::to_string(c.batch_size)},
           {"epochs", std::to_string(c.epochs)}};
@@ -284,7 +286,7 @@ EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& che
            meta["arch"], ", not --arch ", c.arch, " (leave --arch out to use the checkpoint's)");
   ST_CHECK(!c.arch.empty(), checkpoint, ": no architecture recorded; pass --arch");
   Setup s = build(c, false, comm->placement());
-  load_checkpoint(checkpoint, *s.model, nullptr);
+  load_checkpoint(checkpoint, *s.model, nullptr, nullptr, {}, c.allow_unknown_tensors);
   DataLoader loader = make_loader(s.test_set, c, false, *comm, s.device);
   DevicePrefetcher input(loader, s.device);
   return evaluate(*s.model, input, c.eval_batches, *comm, loader.sampler().real_samples());

@@ -45,8 +45,10 @@ struct TrainConfig {
   int64_t max_iters = 0;  // stop (with a checkpoint) after this many steps in total; 0 = all
   std::string device = "cpu";
   std::string out = "runs/default";
-  std::string resume;      // checkpoint path to continue from
-  bool overwrite = false;  // replace the run already in `out` (else that is an error)
+  std::string resume;                  // checkpoint path to continue from
+  bool allow_unknown_tensors = false;  // load checkpoints holding tensors of no known use
+  bool check_flags = false;            // the CLI only checks the flags (check_config) and exits
+  bool overwrite = false;              // replace the run already in `out` (else that is an error)
   std::string metrics_format = "csv";
   int64_t log_every = 20;            // iterations between progress lines
   int64_t checkpoint_every = 0;      // iterations between mid-epoch checkpoints (0 = epoch ends)

@@ -142,10 +142,22 @@ void prepare_out_dir(const TrainConfig& c) {
   for (const fs::path& p : existing) fs::remove(p);
 }
 
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
 const std::string* meta_find(const std::map<std::string, std::string>& m, const char* key) {
   auto it = m.find(key);
   return it == m.end() ? nullptr : &it->second;
 }
+
+// Metadata keys (and the flags that set them) that fix the order of an epoch's batches.
+const std::pair<const char*, const char*> kEpochOrderKeys[] = {
+    {"world_size", "world_size"},           {"batch_size", "batch_size"},
+    {"accum_steps", "accum_steps"},         {"seed", "--seed"},
+    {"synthetic_size", "--synthetic-size"}, {"train_subset", "--train-subset"}};
 
 // What a checkpoint must share with the run that resumes it. Checkpoints of older
 // versions lack some keys; those checks are skipped.
@@ -157,11 +169,12 @@ void check_resume_compatible(const TrainConfig& c, const std::map<std::string, s
     ST_CHECK(!a || !b || *a == *b, c.resume, ": the checkpoint was trained with --", key, " ", *a,
              ", not ", *b);
   }
-  for (const char* key : {"world_size", "batch_size", "accum_steps"}) {
+  // What fixes the order of an epoch's batches: a mid-epoch position means nothing without it.
+  for (const auto& [key, flag] : kEpochOrderKeys) {
     const std::string *a = meta_find(saved, key), *b = meta_find(now, key);
     const std::string epoch_end = epoch_end_path(c.resume);
     ST_CHECK(!a || !b || *a == *b || pos.batch == 0, c.resume, ": a mid-epoch checkpoint with ",
-             key, " ", *a, " resumes only with the same ", key, ", not ", *b,
+             flag, " ", *a, " resumes only with the same ", flag, ", not ", *b,
              fs::exists(epoch_end) && epoch_end != c.resume
                  ? " (resume the last epoch end, " + epoch_end + ", instead)"
                  : std::string(" (a checkpoint at an epoch end can)"));
@@ -381,12 +394,13 @@ void TrainingLoop::check_something_left(const TrainPosition& at) const {
 
 void TrainingLoop::resume() {
   std::map<std::string, std::string> saved;
-  pos_ =
-      load_checkpoint(c_.resume, task_.model(), optimizer_.get(), &saved,
-                      [&](const std::map<std::string, std::string>& meta, const TrainPosition& at) {
-                        check_resume_compatible(c_, meta, metadata(), at);
-                        check_resume_position(at);
-                      });
+  pos_ = load_checkpoint(
+      c_.resume, task_.model(), optimizer_.get(), &saved,
+      [&](const std::map<std::string, std::string>& meta, const TrainPosition& at) {
+        check_resume_compatible(c_, meta, metadata(), at);
+        check_resume_position(at);
+      },
+      c_.allow_unknown_tensors);
   if (pos_.batch > 0) restore_epoch_sums(saved);
   resume_exchange(c_, pos_.step, *reducer_, sparsify_.get(), comm_);
   task_.restore(c_.resume, saved, pos_);
@@ -432,6 +446,8 @@ std::map<std::string, std::string> TrainingLoop::metadata() const {
   meta["optimizer"] = c_.optimizer;
   meta["precision"] = c_.precision;
   meta["comm_dtype"] = c_.comm_dtype;
+  meta["bucket_cap_mb"] = format_number(c_.bucket_cap_mb);
+  meta["first_bucket_mb"] = format_number(c_.first_bucket_mb);
   return meta;
 }
 

@@ -210,6 +210,21 @@ TEST(SafetensorsHostile, NamesWithControlCharactersStayOnOneLine) {
                   "tensor \"a\\nb\": unsupported dtype");
 }
 
+TEST(SafetensorsHostile, RepeatedNamesAreRefused) {
+  // Both entries cover the same bytes, so only the repetition is wrong.
+  const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  expect_rejected(raw_file(R"({"w":)" + entry + R"(,"w":)" + entry + "}", kFour),
+                  "the header names \"w\" twice");
+  expect_rejected(
+      raw_file(R"({"__metadata__":{"epoch":"1","epoch":"2"},"w":)" + entry + "}", kFour),
+      "the header names \"epoch\" twice");
+  // The same name in two different objects is fine.
+  const std::string ok = raw_file(R"({"__metadata__":{"w":"x"},"w":)" + entry + "}", kFour);
+  EXPECT_EQ(parse_safetensors(reinterpret_cast<const uint8_t*>(ok.data()), ok.size(), "mem")
+                .tensors.size(),
+            1u);
+}
+
 // Files of other writers (no checksum, no metadata, other key order) still load.
 TEST(Safetensors, ForeignFileWithoutChecksumLoads) {
   std::string data(12, '\0');

@@ -4,9 +4,12 @@
 
 #include "data/cifar.h"
 #include "data/file_io.h"
+#include "data/image_decode.h"
 #include "data/image_folder.h"
+#include "data/jpeg_decode.h"
 #include "data/loader.h"
 #include "data/mnist.h"
+#include "data/packed.h"
 #include "data/registry.h"
 #include "data_files.h"
 
@@ -147,6 +150,62 @@ TEST(DataErrors, CorruptJpegThroughTheLoaderNamesTheFile) {
   std::optional<Batch> b = loader.next();
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->index, 1);
+}
+
+// A 16x16 JPEG whose frame header (SOF0) claims 30000 x 30000 pixels.
+std::vector<uint8_t> jpeg_claiming_huge_size(const fs::path& scratch) {
+  const uint8_t c[3] = {9, 9, 9};
+  write_jpeg(scratch, 16, 16, 3, c);
+  std::vector<uint8_t> bytes = read_file(scratch);
+  for (size_t i = 2; i + 9 < bytes.size(); ++i) {
+    if (bytes[i] != 0xff || bytes[i + 1] != 0xc0) continue;
+    for (size_t at : {i + 5, i + 7}) {  // height, then width, big-endian
+      bytes[at] = 30000 >> 8;
+      bytes[at + 1] = 30000 & 0xff;
+    }
+    return bytes;
+  }
+  ADD_FAILURE() << "no SOF0 marker in the test JPEG";
+  return bytes;
+}
+
+TEST(DataErrors, JpegHeaderOverThePixelLimitIsRefusedBeforeDecoding) {
+  TempDir dir;
+  const std::vector<uint8_t> huge = jpeg_claiming_huge_size(dir / "scratch.jpg");
+  const std::vector<std::string> parts = {"big.JPEG", "30000 x 30000", "exceeds the limit"};
+  expect_error([&] { decode_rgb(huge, dir / "big.JPEG"); }, parts);
+  expect_error([&] { jpeg_size(huge, dir / "big.JPEG"); }, parts);
+  // The training path (a resampling transform decodes only the crop) and `pack`.
+  write_bytes(dir / "in" / "train" / "n01" / "big.JPEG", huge);
+  Transform t;
+  t.random_resized_crop(8);
+  ImageFolderDataset ds(dir / "in" / "train", t);
+  std::vector<float> out(3 * 8 * 8);
+  SampleRng rng(0, 0, 0);
+  expect_error([&] { ds.get_into(0, rng, out.data()); }, parts);
+  expect_error([&] { pack_imagenet(dir / "in", dir / "out", {.side = 8, .threads = 1}); }, parts);
+}
+
+TEST(DataErrors, DanglingSymlinkInAnImageTreeIsReported) {
+  TempDir dir;
+  const uint8_t c[3] = {9, 9, 9};
+  write_jpeg(dir / "train" / "n01" / "good.JPEG", 16, 16, 3, c);
+  Transform t;
+  t.resize_center_crop(8, 8);
+  fs::create_directory_symlink(dir / "gone", dir / "train" / "n01" / "more");
+  expect_error([&] { ImageFolderDataset ds(dir / "train", t); },
+               {(dir / "train" / "n01" / "more").string(), "symbolic link", "does not exist"});
+  fs::remove(dir / "train" / "n01" / "more");
+  fs::create_symlink(dir / "gone.JPEG", dir / "train" / "n01" / "lost.JPEG");
+  expect_error([&] { ImageFolderDataset ds(dir / "train", t); },
+               {"lost.JPEG", "gone.JPEG", "does not exist"});
+  fs::remove(dir / "train" / "n01" / "lost.JPEG");
+  // A class folder that is a dangling link.
+  fs::create_directory_symlink(dir / "elsewhere", dir / "train" / "n02");
+  expect_error([&] { open_imagenet(dir.path(), true, t); },
+               {(dir / "train" / "n02").string(), "does not exist"});
+  fs::remove(dir / "train" / "n02");
+  EXPECT_EQ(ImageFolderDataset(dir / "train", t).size(), 1);
 }
 
 TEST(DataErrors, UnknownDatasetListsValidOnes) {

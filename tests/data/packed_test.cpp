@@ -84,6 +84,15 @@ TEST_F(Packed, DamagedFileGivesOneLineNamingIt) {
     }
   };
   expect({good.begin(), good.end() - 5}, "(truncated?)");
+  std::vector<uint8_t> longer = good;
+  longer.resize(good.size() + 7, 0);
+  expect(longer, "(7 bytes of trailing data)");
+  try {
+    write_bytes(dir_ / "bad.stpack", longer);
+    PackedDataset ds(dir_ / "bad.stpack", crop());
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
   expect({good.begin(), good.begin() + 10}, "too short");
   std::vector<uint8_t> magic = good;
   magic[0] = 'X';
@@ -100,6 +109,26 @@ TEST_F(Packed, DamagedFileGivesOneLineNamingIt) {
   const int32_t seven = 7;
   std::memcpy(label.data() + index_offset + 16, &seven, 4);
   expect(label, "label 7");
+}
+
+TEST_F(Packed, ExistingPackFilesAreKeptUnlessOverwriteIsAsked) {
+  const fs::path train = dir_ / "out" / "train.stpack", val = dir_ / "out" / "val.stpack";
+  const std::vector<uint8_t> before = read_file(train);
+  write_bytes(val, {1, 2, 3});  // only one of the two exists: still refused, nothing written
+  fs::remove(train);
+  try {
+    pack_imagenet(dir_ / "in", dir_ / "out", {.side = 16, .threads = 1});
+    ADD_FAILURE() << "an existing pack file was replaced";
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(val.string() + " already exists"), std::string::npos) << m;
+    EXPECT_NE(m.find("--overwrite"), std::string::npos) << m;
+  }
+  EXPECT_EQ(read_file(val), std::vector<uint8_t>({1, 2, 3}));
+  EXPECT_FALSE(fs::exists(train));
+  pack_imagenet(dir_ / "in", dir_ / "out", {.side = 32, .threads = 1, .overwrite = true});
+  EXPECT_EQ(read_file(train), before);
+  EXPECT_EQ(PackedDataset(val, crop()).size(), 2);
 }
 
 TEST_F(Packed, MissingFileSaysHowToWriteIt) {

@@ -68,6 +68,10 @@ void safetensors_seeds(const fs::path& tmp) {
        raw_safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                        R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                        12));
+  seed("safetensors_fuzz", "repeated_name",
+       raw_safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                       R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                       4));
 }
 
 void checkpoint_seeds(const fs::path& tmp) {
@@ -84,6 +88,16 @@ void checkpoint_seeds(const fs::path& tmp) {
   f.metadata["epoch"] = "abc";
   st::save_safetensors(tmp.string(), f);
   seed("checkpoint_fuzz", "bad_epoch", read_all(tmp));
+  f.metadata["epoch"] = "1";
+  std::erase_if(f.tensors,
+                [](const auto& t) { return t.first == "optimizer.bias.momentum_buffer"; });
+  st::save_safetensors(tmp.string(), f);
+  seed("checkpoint_fuzz", "missing_momentum", read_all(tmp));
+  f = st::load_safetensors(tmp.string());
+  f.metadata["world_size"] = "0";
+  f.tensors.emplace_back("stray", st::Tensor::zeros({1}));
+  st::save_safetensors(tmp.string(), f);
+  seed("checkpoint_fuzz", "bad_world_and_stray_tensor", read_all(tmp));
 }
 
 // Runs a few iterations so the rule has state, then saves it.

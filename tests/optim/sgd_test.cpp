@@ -162,6 +162,22 @@ TEST(Sgd, StateDictErrors) {
   EXPECT_EQ(sgd.state_dict().size(), 1u);
 }
 
+TEST(Sgd, StateNamingSomeButNotAllBuffersIsRefused) {
+  Param w = make_param("w", ParamKind::Weight), b = make_param("b", ParamKind::Bias);
+  SgdOptions o;
+  o.momentum = 0.9f;
+  Sgd sgd({&w, &b}, o);
+  try {
+    sgd.load_state_dict({{"w.momentum_buffer", Tensor::zeros({2})}});
+    ADD_FAILURE() << "a missing momentum buffer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'b.momentum_buffer' is missing"), std::string::npos)
+        << e.what();
+  }
+  sgd.load_state_dict({});  // before the first step: no buffers at all
+  EXPECT_TRUE(sgd.state_dict().empty());
+}
+
 TEST(Sgd, BadOptionsThrow) {
   Param p = make_param("w", ParamKind::Weight);
   SgdOptions o;

@@ -15,8 +15,9 @@ check() {  # description, then a command that must succeed
   if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
 }
 
-# A fake build: `sparsetrain sparsifiers --json`, `train --help` and a train that writes
-# iterations.csv (10 steps, 0.1 s apart) and fails for --sparsifier gtopk.
+# A fake build: `sparsetrain sparsifiers --json`, `train --help`, `train --check-flags`
+# (refuses --sp colour=...) and a train that writes iterations.csv (10 steps, 0.1 s
+# apart) and fails for --sparsifier gtopk.
 mkdir -p "$tmp/build/apps"
 cat >"$tmp/build/apps/sparsetrain" <<'FAKE'
 #!/usr/bin/env bash
@@ -28,6 +29,11 @@ case $1 in
     exit 0 ;;
   train) [[ ${2:-} == --help ]] && { echo "  -a,--arch TEXT  model architecture: resnet20, lstm (language model)"; exit 0; } ;;
 esac
+if [[ " $* " == *" --check-flags "* ]]; then
+  [[ " $* " == *" --sp colour="* ]] && { echo "sparsetrain: error: --sp: unknown key 'colour'" >&2; exit 1; }
+  echo "sparsetrain: flags ok"
+  exit 0
+fi
 out="" sp=none
 while [[ $# -gt 0 ]]; do
   case $1 in --out) out=$2; shift ;; --sparsifier) sp=$2; shift ;; esac
@@ -102,12 +108,18 @@ bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=none' "bad.
 bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=1gbit max_iters=3' "bad.conf:1: ranks=1 has no network"
 bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=none max_iters=3 sp="up 1.1"' "bad.conf:1: sp: expected key=value pairs, got 'up'"
 
-# sp= pairs reach the command line, in the form the binary parses (the stand-in does not
-# understand key=value, so the older `--sp key value`), and not for the dense baseline.
+# sp= pairs reach the command line as the CLI takes them (`--sp key=value`, one flag per
+# pair), and not for the dense baseline.
 printf 'train name=s tag=t model=resnet20 sparsifiers=none,micro ranks=1 bandwidths=none max_iters=3 sp="up=1.1 down=0.9"\n' >"$tmp/sp.conf"
 run --config "$tmp/sp.conf" --dry-run
-check "sp pairs on the sparsified run" grep -q 'micro_d0.01_t: would run: .*--sp up 1.1 --sp down 0.9' "$tmp/log"
+check "sp pairs on the sparsified run" grep -q 'micro_d0.01_t: would run: .*--sp up=1.1 --sp down=0.9' "$tmp/log"
 check "no sp pairs on the baseline" bash -c "! grep 'none_t: would run' '$tmp/log' | grep -q -- --sp"
+# Flags the binary refuses stop the dry run (and a real one) before anything runs.
+printf '# ok\ntrain name=k model=resnet20 sparsifiers=micro ranks=1 bandwidths=none max_iters=3 sp="colour=red"\n' >"$tmp/sp_bad.conf"
+run --config "$tmp/sp_bad.conf" --dry-run
+rc=$?
+check "dry run refuses a key the binary refuses" bash -c "[[ $rc -eq 2 ]] && grep -qF \"sp_bad.conf:2: k/resnet20_np1_none_micro_d0.01: --sp: unknown key 'colour'\" '$tmp/log'"
+check "dry run lists nothing then" bash -c "! grep -q 'would run' '$tmp/log'"
 
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]

@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "layers/linear.h"
+#include "optim/sgd.h"
 
 namespace st::test {
 namespace {
@@ -144,6 +145,90 @@ TEST_F(CheckpointFile, BadMetadataLeavesTheModelUntouched) {
   EXPECT_THROW(load_checkpoint(path, model, nullptr), Error);
   for (float v : model.weight().value.to_vector()) EXPECT_EQ(v, 0.25f);
   EXPECT_NE(before[0], 0.25f);
+}
+
+// Strict reading, as PyTorch's load_state_dict(strict=True): each refusal names the file
+// and leaves the model as it was.
+class CheckpointStrict : public CheckpointFile {
+ protected:
+  void expect_refused(const std::string& message, bool allow_unknown = false) {
+    model.weight().value.fill(0.25f);
+    expect_error([&] { load_checkpoint(path, model, nullptr, nullptr, {}, allow_unknown); },
+                 path + message);
+    for (float v : model.weight().value.to_vector()) EXPECT_EQ(v, 0.25f);
+  }
+};
+
+TEST_F(CheckpointStrict, RunMetadataOutOfRangeOrUnknown) {
+  struct Case {
+    const char *key, *value, *message;
+  };
+  const std::string meta = ": checkpoint metadata ";
+  const Case cases[] = {
+      {"world_size", "0", "'world_size' is 0, expected an integer in [1, "},
+      {"world_size", "-1", "'world_size' is -1, expected an integer in [1, "},
+      {"world_size", "99999999999", "'world_size' is 99999999999, expected an integer in [1, "},
+      {"batch_size", "0", "'batch_size' is 0, expected an integer in [1, "},
+      {"precision", "fp8", "'precision' is 'fp8', expected fp32, bf16 or fp16"},
+      {"sparsifier", "nosuch", "'sparsifier' is 'nosuch', which this build does not know"},
+      {"density", "0", "'density' is 0, expected a number in (0, 1]"}};
+  for (const Case& c : cases) {
+    save_with(c.key, c.value);
+    expect_refused(meta + c.message);
+  }
+  save_with("format", "sparsetrain-checkpoint-99");
+  expect_refused(": checkpoint format 'sparsetrain-checkpoint-99' is not one this build reads");
+  save_with("world_size", "4");  // in range: loads
+  EXPECT_NO_THROW(load_checkpoint(path, model, nullptr));
+}
+
+TEST_F(CheckpointStrict, UnknownTensorRefusedUnlessAllowed) {
+  save_checkpoint(path, model, nullptr, {0, 0, 3}, {});
+  TensorFile f = load_safetensors(path);
+  f.tensors.emplace_back("layer9.weight", Tensor::zeros({2}));
+  save_safetensors(path, f);
+  expect_refused(
+      ": tensor \"layer9.weight\" is neither a parameter or buffer of this model nor "
+      "trainer state (pass --allow-unknown-tensors to ignore such tensors)");
+  EXPECT_NO_THROW(load_checkpoint(path, model, nullptr, nullptr, {}, true));
+}
+
+TEST_F(CheckpointStrict, WrongTypeNamesFileAndTensor) {
+  save_checkpoint(path, model, nullptr, {0, 0, 3}, {});
+  TensorFile f = load_safetensors(path);
+  for (auto& [name, t] : f.tensors)
+    if (name == "bias") t = Tensor::zeros(t.shape(), DType::I32);
+  save_safetensors(path, f);
+  expect_refused(": tensor \"bias\" is int32, expected float32");
+}
+
+TEST_F(CheckpointStrict, RunFolderSaysWhichFileWasMeant) {
+  const std::string dir = temp_path("run");
+  std::filesystem::create_directories(dir);
+  expect_error([&] { load_checkpoint(dir, model, nullptr); },
+               dir + " is a directory (did you mean " + dir + "/checkpoint.safetensors?)");
+  std::filesystem::remove(dir);
+}
+
+TEST_F(CheckpointStrict, MissingMomentumBufferIsRefused) {
+  SgdOptions o;
+  o.momentum = 0.9f;
+  Sgd sgd(collect_params(model), o);
+  sgd.step();  // every parameter gets its buffer
+  save_checkpoint(path, model, &sgd, {0, 1, 1}, {});
+  Sgd fresh(collect_params(model), o);
+  EXPECT_NO_THROW(load_checkpoint(path, model, &fresh));
+  TensorFile f = load_safetensors(path);
+  std::erase_if(f.tensors,
+                [](const auto& e) { return e.first == "optimizer.bias.momentum_buffer"; });
+  save_safetensors(path, f);
+  expect_error([&] { load_checkpoint(path, model, &fresh); },
+               path + ": the checkpoint was written with 2 optimizer state tensors but holds 1");
+  // A file that does not record the count: the optimiser's own check, naming the file.
+  f.metadata.erase("optimizer_tensors");
+  save_safetensors(path, f);
+  expect_error([&] { load_checkpoint(path, model, &fresh); },
+               path + ": SGD state: 'bias.momentum_buffer' is missing");
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ void in_stream_order(int device, const char* what, Fn fn) {
   }
   check_thread_on(device, what);
   Stream& s = current_stream(device);
-  s.enqueue(fn);
+  s.enqueue(fn, /*slow=*/false);
   s.synchronize();
 }
 

@@ -27,8 +27,9 @@ int executing_device();
 // Marks the calling thread as an executor of `device` (stream threads, once at start).
 void set_executing_device(int device);
 
-// Microseconds every executor sleeps before each task: SPARSETRAIN_EMU_DELAY_US at start,
-// or set_task_delay_us (tests). Widens every race a missing event or fence leaves open.
+// Microseconds every executor sleeps before each kernel task (not copies or event marks):
+// SPARSETRAIN_EMU_DELAY_US at start, or set_task_delay_us (tests). Widens every race a
+// missing event or fence leaves open.
 int task_delay_us();
 void set_task_delay_us(int us);
 

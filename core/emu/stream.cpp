@@ -25,7 +25,11 @@ struct Stream::Impl {
   int device = 0;
   mutable std::mutex mu;
   std::condition_variable cv, idle;
-  std::deque<std::function<void()>> queue;
+  struct Task {
+    std::function<void()> fn;
+    bool slow = true;
+  };
+  std::deque<Task> queue;
   uint64_t queued = 0, completed = 0;
   std::exception_ptr error;
   bool stop = false;
@@ -34,7 +38,7 @@ struct Stream::Impl {
   void loop() {
     set_executing_device(device);
     for (;;) {
-      std::function<void()> task;
+      Task task;
       {
         std::unique_lock<std::mutex> lock(mu);
         cv.wait(lock, [&] { return stop || !queue.empty(); });
@@ -42,15 +46,15 @@ struct Stream::Impl {
         task = std::move(queue.front());
         queue.pop_front();
       }
-      if (const int us = task_delay_us(); us > 0)
+      if (const int us = task_delay_us(); us > 0 && task.slow)
         std::this_thread::sleep_for(std::chrono::microseconds(us));
       std::exception_ptr failed;
       try {
-        task();
+        task.fn();
       } catch (...) {
         failed = std::current_exception();
       }
-      task = nullptr;  // what it captured is released in stream order
+      task.fn = nullptr;  // what it captured is released in stream order
       std::lock_guard<std::mutex> lock(mu);
       if (failed && !error) error = failed;
       ++completed;
@@ -78,10 +82,10 @@ int Stream::device() const {
   return impl_->device;
 }
 
-void Stream::enqueue(std::function<void()> task) {
+void Stream::enqueue(std::function<void()> task, bool slow) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->queue.push_back(std::move(task));
+    impl_->queue.push_back({std::move(task), slow});
     ++impl_->queued;
   }
   impl_->cv.notify_one();
@@ -110,10 +114,12 @@ void Stream::wait(const Event& e) {
     std::lock_guard<std::mutex> lock(st->mu);
     target = st->recorded;
   }
-  enqueue([st, target] {
-    std::unique_lock<std::mutex> lock(st->mu);
-    st->cv.wait(lock, [&] { return st->done >= target; });
-  });
+  enqueue(
+      [st, target] {
+        std::unique_lock<std::mutex> lock(st->mu);
+        st->cv.wait(lock, [&] { return st->done >= target; });
+      },
+      false);
 }
 
 Event::Event() : state_(std::make_shared<State>()) {}
@@ -125,11 +131,13 @@ void Event::record(Stream& s) {
     std::lock_guard<std::mutex> lock(st->mu);
     target = ++st->recorded;
   }
-  s.enqueue([st, target] {
-    std::lock_guard<std::mutex> lock(st->mu);
-    st->done = std::max(st->done, target);
-    st->cv.notify_all();
-  });
+  s.enqueue(
+      [st, target] {
+        std::lock_guard<std::mutex> lock(st->mu);
+        st->done = std::max(st->done, target);
+        st->cv.notify_all();
+      },
+      false);
 }
 
 void Event::synchronize() const {

@@ -88,8 +88,8 @@ TEST_P(EmuHook, SameExchangeAsCpu) {
       ASSERT_EQ(s_cpu.size(), 1u);
       ASSERT_EQ(s_emu.size(), 1u);
       if (bit_exact(method) || t < warmup) {
-        ASSERT_EQ(u_emu, u_cpu) << "the averaged update";
-        ASSERT_EQ(r_emu, r_cpu) << "the residual";
+        EXPECT_EQ(u_emu, u_cpu) << "the averaged update";
+        EXPECT_EQ(r_emu, r_cpu) << "the residual";
         EXPECT_EQ(s_emu[0].local_count, s_cpu[0].local_count);
         EXPECT_EQ(s_emu[0].global_count, s_cpu[0].global_count);
         EXPECT_EQ(s_emu[0].threshold, s_cpu[0].threshold);
@@ -99,6 +99,8 @@ TEST_P(EmuHook, SameExchangeAsCpu) {
         EXPECT_LE(differing(r_cpu, r_emu), allowed) << "the residual";
         EXPECT_NEAR(s_emu[0].global_count, s_cpu[0].global_count, allowed);
       }
+      // Every rank stops at the same step, so no collective is left unmatched.
+      if (c.allreduce_scalar(HasFailure() ? 1.0 : 0.0, ReduceOp::Max) > 0) return;
     }
 }
 

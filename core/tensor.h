@@ -55,8 +55,7 @@ class Tensor {
   // The first byte. Emulated device memory is reachable only from its device's stream
   // executor: anywhere else this throws naming the tensor (host code must copy it).
   void* raw() const {
-    if (device_.type == DeviceType::EMU) [[unlikely]]
-      check_emu_access();
+    if (__builtin_expect(device_.type == DeviceType::EMU, 0)) check_emu_access();
     return address();
   }
 

@@ -79,16 +79,23 @@ bool launched_by_mpi() {
 }
 
 std::string resolve_backend(const std::string& requested, bool launched, const Device& device) {
-  ST_CHECK(requested == "auto" || requested == "mpi" || requested == "nccl" || requested == "local",
-           "--comm: unknown backend '", requested, "' (auto, mpi, nccl, local)");
+  ST_CHECK(requested == "auto" || requested == "mpi" || requested == "nccl" || requested == "emu" ||
+               requested == "local",
+           "--comm: unknown backend '", requested, "' (auto, mpi, nccl, emu, local)");
+  // The device collective for the tensors' device: NCCL on a GPU, the emulated one on emu.
+  const char* device_backend = device.is_emu() ? "emu" : "nccl";
   if (requested == "auto") {
     if (!launched) return "local";
-    return device.is_cpu() ? "mpi" : "nccl";
+    return device.is_cpu() ? "mpi" : device_backend;
   }
   ST_CHECK(requested != "mpi" || device.is_cpu(), "--comm mpi carries host memory only, not ",
-           device.str(), " tensors: use --comm nccl (or auto) with --device ", device.str());
-  ST_CHECK(requested != "nccl" || !device.is_cpu(),
-           "--comm nccl carries device memory only: use it with --device cuda, not ", device.str());
+           device.str(), " tensors: use --comm ", device_backend, " (or auto) with --device ",
+           device.str());
+  ST_CHECK(requested != "nccl" || device.is_cuda(),
+           "--comm nccl carries GPU memory only: use it with --device cuda, not ", device.str());
+  ST_CHECK(requested != "emu" || device.is_emu(),
+           "--comm emu carries emulated device memory only: use it with --device emu, not ",
+           device.str());
   return requested;
 }
 
@@ -99,14 +106,19 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
     resolve_backend(backend, launched, parse_device(device));
     return std::make_unique<LocalCommunicator>();
   }
-  // A device index needs the node placement, which the MPI bootstrap knows.
-  auto host = std::make_unique<MpiCommunicator>();
-  // "--comm nccl" without a device means this rank's GPU.
-  const std::string spec = backend == "nccl" && device == "cpu" ? "cuda" : device;
+  // "--comm nccl" / "--comm emu" without a device mean this rank's GPU / emulated device.
+  std::string spec = device;
+  if (device == "cpu" && (backend == "nccl" || backend == "emu"))
+    spec = backend == "nccl" ? "cuda" : "emu";
+  // A device index needs the node placement, which the MPI bootstrap knows. The emulated
+  // collective uses MPI from its stream while the host plane may too: thread level MULTIPLE.
+  auto host = std::make_unique<MpiCommunicator>(spec.rfind("emu", 0) == 0);
   const Device d = parse_device(spec, host->placement());
-  if (resolve_backend(backend, launched, d) == "mpi") return host;
-  auto nccl = make_nccl_communicator(*host, d.index);
-  return std::make_unique<SplitCommunicator>(std::move(host), std::move(nccl));
+  const std::string resolved = resolve_backend(backend, launched, d);
+  if (resolved == "mpi") return host;
+  auto on_device = resolved == "emu" ? make_emu_communicator(*host, d.index)
+                                     : make_nccl_communicator(*host, d.index);
+  return std::make_unique<SplitCommunicator>(std::move(host), std::move(on_device));
 }
 
 }  // namespace st

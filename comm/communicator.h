@@ -64,16 +64,18 @@ class Communicator {
   std::unique_ptr<CommWorker> worker_;
 };
 
-// The backend `requested` ("auto", "mpi", "nccl", "local") means for a process that an
-// MPI launcher started (or not) and whose tensors live on `device`: "auto" is "local"
-// for a single process, "mpi" for CPU tensors under a launcher, and "nccl" for device
-// tensors under a launcher (MPI cannot carry them). Unknown names and combinations that
+// The backend `requested` ("auto", "mpi", "nccl", "emu", "local") means for a process that
+// an MPI launcher started (or not) and whose tensors live on `device`: "auto" is "local"
+// for a single process, "mpi" for CPU tensors under a launcher, and the device collective
+// for device tensors under a launcher (MPI cannot carry them): "nccl" on a GPU, "emu" on
+// the emulated device. Unknown names and combinations that
 // cannot work ("mpi" with device tensors) are one-line errors naming --comm.
 std::string resolve_backend(const std::string& requested, bool launched, const Device& device);
 
 // The communicator for --comm `backend` and --device `device` (parse_device's spelling;
 // the device is resolved with the MPI placement, so "cuda" is this rank's local GPU).
-// "nccl" is a SplitCommunicator: host tensors over MPI, device tensors over NCCL.
+// "nccl" and "emu" are SplitCommunicators: host tensors over MPI, device tensors over NCCL
+// or the emulated collective (comm/emu_communicator.cpp).
 std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto",
                                                 const std::string& device = "cpu");
 

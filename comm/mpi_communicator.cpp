@@ -76,15 +76,17 @@ NodePlacement find_placement(int rank) {
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator() {
+MpiCommunicator::MpiCommunicator(bool threads_at_once) {
   int initialized = 0;
   ST_MPI_CHECK(MPI_Initialized(&initialized));
   if (!initialized) {
+    const int want = threads_at_once ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
     int provided = 0;
-    ST_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
+    ST_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, want, &provided));
     owns_init_ = true;
-    ST_CHECK(provided >= MPI_THREAD_SERIALIZED, "MPI: the library provides thread level ", provided,
-             ", sparsetrain needs MPI_THREAD_SERIALIZED");
+    ST_CHECK(provided >= want, "MPI: the library provides thread level ", provided,
+             ", this run needs ",
+             threads_at_once ? "MPI_THREAD_MULTIPLE" : "MPI_THREAD_SERIALIZED");
   }
   ST_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   ST_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
@@ -96,7 +98,19 @@ MpiCommunicator::~MpiCommunicator() {
   wait_idle();
   int finalized = 0;
   MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_WORLD && !finalized) MPI_Comm_free(&comm_);
   if (owns_init_ && !finalized) MPI_Finalize();
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::duplicate() const {
+  std::unique_ptr<MpiCommunicator> d(new MpiCommunicator(*this, Dup{}));
+  return d;
+}
+
+MpiCommunicator::MpiCommunicator(const MpiCommunicator& parent, Dup)
+    : rank_(parent.rank_), size_(parent.size_), placement_(parent.placement_) {
+  ST_MPI_CHECK(MPI_Comm_dup(parent.comm_, &comm_));
+  ST_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
 }
 
 void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {
@@ -114,8 +128,7 @@ void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {
     send = send_copy_.data();
   }
   MPI_Request req = MPI_REQUEST_NULL;
-  ST_MPI_CHECK(
-      MPI_Iallreduce(send, t.raw(), n, mpi_type(t.dtype()), mpi_op(op), MPI_COMM_WORLD, &req));
+  ST_MPI_CHECK(MPI_Iallreduce(send, t.raw(), n, mpi_type(t.dtype()), mpi_op(op), comm_, &req));
   wait_with_backoff(req, "MPI_Iallreduce");
 }
 
@@ -127,7 +140,7 @@ void MpiCommunicator::allgather(const Tensor& in, Tensor& out) {
   const int n = as_count(in.numel(), "allgather");
   MPI_Request req = MPI_REQUEST_NULL;
   ST_MPI_CHECK(MPI_Iallgather(in.raw(), n, mpi_type(in.dtype()), out.raw(), n, mpi_type(in.dtype()),
-                              MPI_COMM_WORLD, &req));
+                              comm_, &req));
   wait_with_backoff(req, "MPI_Iallgather");
 }
 
@@ -151,7 +164,7 @@ void MpiCommunicator::allgatherv(const Tensor& in, Tensor& out,
   // The count and displacement arrays must outlive the request: they do (this frame).
   MPI_Request req = MPI_REQUEST_NULL;
   ST_MPI_CHECK(MPI_Iallgatherv(in.raw(), c[rank_], mpi_type(in.dtype()), out.raw(), c.data(),
-                               displs.data(), mpi_type(in.dtype()), MPI_COMM_WORLD, &req));
+                               displs.data(), mpi_type(in.dtype()), comm_, &req));
   wait_with_backoff(req, "MPI_Iallgatherv");
 }
 
@@ -161,13 +174,13 @@ void MpiCommunicator::broadcast(Tensor& t, int root) {
   if (t.numel() == 0) return;
   MPI_Request req = MPI_REQUEST_NULL;
   ST_MPI_CHECK(MPI_Ibcast(t.raw(), as_count(t.numel(), "broadcast"), mpi_type(t.dtype()), root,
-                          MPI_COMM_WORLD, &req));
+                          comm_, &req));
   wait_with_backoff(req, "MPI_Ibcast");
 }
 
 void MpiCommunicator::barrier() {
   MPI_Request req = MPI_REQUEST_NULL;
-  ST_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+  ST_MPI_CHECK(MPI_Ibarrier(comm_, &req));
   wait_with_backoff(req, "MPI_Ibarrier");
 }
 
@@ -177,7 +190,7 @@ std::vector<std::string> MpiCommunicator::gather_bytes(const std::string& mine, 
   int n = as_count(static_cast<int64_t>(mine.size()), "gather_bytes");
   std::vector<int> counts(rank_ == root ? size_ : 0), displs(counts.size());
   MPI_Request req = MPI_REQUEST_NULL;
-  ST_MPI_CHECK(MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, MPI_COMM_WORLD, &req));
+  ST_MPI_CHECK(MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm_, &req));
   wait_with_backoff(req, "MPI_Igather");
   int64_t total = 0;
   for (size_t r = 0; r < counts.size(); ++r) {
@@ -186,7 +199,7 @@ std::vector<std::string> MpiCommunicator::gather_bytes(const std::string& mine, 
   }
   std::string all(static_cast<size_t>(as_count(total, "gather_bytes")), '\0');
   ST_MPI_CHECK(MPI_Igatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(),
-                            MPI_CHAR, root, MPI_COMM_WORLD, &req));
+                            MPI_CHAR, root, comm_, &req));
   wait_with_backoff(req, "MPI_Igatherv");
   std::vector<std::string> out;
   for (size_t r = 0; r < counts.size(); ++r) out.push_back(all.substr(displs[r], counts[r]));

@@ -6,6 +6,8 @@
 // become st::Error naming the call; a failed peer makes mpirun stop the job.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -16,8 +18,14 @@ namespace st {
 
 class MpiCommunicator : public Communicator {
  public:
-  MpiCommunicator();
+  // `threads_at_once`: initialise MPI with MPI_THREAD_MULTIPLE (the emulated device's
+  // collective runs MPI on its stream while the host plane uses it); when this process
+  // initialises MPI. Otherwise MPI_THREAD_SERIALIZED.
+  explicit MpiCommunicator(bool threads_at_once = false);
   ~MpiCommunicator() override;
+  // The same ranks over a duplicate of this communicator (MPI_Comm_dup: its own message
+  // space, so its collectives never match this one's). Every rank must call it.
+  std::unique_ptr<MpiCommunicator> duplicate() const;
   std::string backend() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -32,6 +40,9 @@ class MpiCommunicator : public Communicator {
   [[noreturn]] static void abort_job(int code);
 
  private:
+  struct Dup {};
+  MpiCommunicator(const MpiCommunicator& parent, Dup);
+  MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0, size_ = 1;
   NodePlacement placement_;
   bool owns_init_ = false;
@@ -44,5 +55,8 @@ class MpiCommunicator : public Communicator {
 // outlive it; make_communicator pairs them in a SplitCommunicator). Device memory only.
 // Throws naming the reason where the build or machine has no NCCL.
 std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap, int device);
+// The emulated device's collective backend on emu:`device`, over a duplicate of
+// `bootstrap` (comm/emu_communicator.cpp). Emulated device memory only.
+std::unique_ptr<Communicator> make_emu_communicator(const MpiCommunicator& bootstrap, int device);
 
 }  // namespace st

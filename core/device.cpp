@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "core/emu/runtime.h"
 #include "core/error.h"
 #include "core/storage.h"
 
@@ -11,26 +12,63 @@ namespace st {
 namespace {
 // -1: not set (a CPU run); otherwise the CUDA device index.
 std::atomic<int> g_process_gpu{-1};
+// -1: not set; otherwise the emulated device index.
+std::atomic<int> g_process_emu{-1};
 }  // namespace
 
 void set_process_device(const Device& d) {
   g_process_gpu.store(d.is_cuda() ? d.index : -1);
+  g_process_emu.store(d.is_emu() ? d.index : -1);
   bind_thread_to_process_device();
 }
 
 Device process_device() {
-  const int gpu = g_process_gpu.load();
+  const int gpu = g_process_gpu.load(), emu = g_process_emu.load();
+  if (emu >= 0) return Device::emu(emu);
   return gpu < 0 ? Device::cpu() : Device::cuda(gpu);
 }
 
 void bind_thread_to_process_device() {
   // Per thread: the binding a thread last made (-1 none), so repeated calls are free.
   thread_local int bound = -1;
+  const int emu = g_process_emu.load();
+  if (emu >= 0) {
+    if (emu::thread_device() != emu) emu::set_thread_device(emu);
+    return;
+  }
   const int gpu = g_process_gpu.load();
   if (gpu < 0 || gpu == bound) return;
   cuda::set_thread_device(gpu);
   bound = gpu;
 }
+
+int emu_device_count() {
+  return emu::device_count();
+}
+
+int local_emu(const NodePlacement& p) {
+  const int n = emu_device_count();
+  ST_CHECK(p.local_size <= n, "--device emu: rank ", p.rank, " is one of ", p.local_size,
+           " processes on its node, which has ", n,
+           " emulated device(s); raise SPARSETRAIN_EMU_DEVICES or pick one with --device emu:N");
+  return p.local_rank;
+}
+
+namespace {
+
+// "emu" (this process's local device) or "emu:N".
+Device parse_emu(const std::string& spec, const NodePlacement& placement) {
+  if (spec.size() == 3) return Device::emu(local_emu(placement));
+  ST_CHECK(spec[3] == ':' && spec.size() > 4 &&
+               spec.find_first_not_of("0123456789", 4) == std::string::npos,
+           "--device: cannot parse '", spec, "' (expected emu or emu:N)");
+  const int index = std::stoi(spec.substr(4));
+  ST_CHECK(index < emu_device_count(), "--device ", spec, ": no such emulated device (",
+           emu_device_count(), " per process; SPARSETRAIN_EMU_DEVICES sets the count)");
+  return Device::emu(index);
+}
+
+}  // namespace
 
 bool visible_devices_restricted() {
   const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -56,6 +94,7 @@ Device parse_device(const std::string& spec, const NodePlacement& placement) {
   if (spec == "auto")
     return cuda_device_count() > 0 ? Device::cuda(local_gpu(placement, cuda_device_count()))
                                    : Device::cpu();
+  if (spec.rfind("emu", 0) == 0) return parse_emu(spec, placement);
   if (spec.rfind("cuda", 0) == 0) {
     ST_CHECK(cuda_built(), "--device ", spec,
              ": this sparsetrain was built without CUDA (configure with -DSPARSETRAIN_CUDA=ON)");
@@ -71,7 +110,8 @@ Device parse_device(const std::string& spec, const NodePlacement& placement) {
     ST_CHECK(index < n, "--device ", spec, ": no such GPU (", n, " CUDA device(s) visible)");
     return Device::cuda(index);
   }
-  ST_THROW("--device: unknown device '", spec, "' (expected cpu, cuda, cuda:N or auto)");
+  ST_THROW("--device: unknown device '", spec,
+           "' (expected cpu, cuda, cuda:N, emu, emu:N or auto)");
 }
 
 Device parse_device(const std::string& spec) {

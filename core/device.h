@@ -1,12 +1,14 @@
 // Device: where a tensor's storage lives. CPU is the reference backend and the
-// default; CUDA exists when the library was built with the toolkit and a GPU is present.
+// default; CUDA exists when the library was built with the toolkit and a GPU is present;
+// EMU is the emulated accelerator (core/emu/): host memory that only its streams may
+// touch, CPU kernels queued on executor threads, present in every build.
 #pragma once
 
 #include <string>
 
 namespace st {
 
-enum class DeviceType { CPU, CUDA };
+enum class DeviceType { CPU, CUDA, EMU };
 
 struct Device {
   DeviceType type = DeviceType::CPU;
@@ -14,18 +16,25 @@ struct Device {
 
   static Device cpu() { return {DeviceType::CPU, 0}; }
   static Device cuda(int i = 0) { return {DeviceType::CUDA, i}; }
+  static Device emu(int i = 0) { return {DeviceType::EMU, i}; }
   bool is_cpu() const { return type == DeviceType::CPU; }
   bool is_cuda() const { return type == DeviceType::CUDA; }
+  bool is_emu() const { return type == DeviceType::EMU; }
   bool operator==(const Device& o) const { return type == o.type && index == o.index; }
   bool operator!=(const Device& o) const { return !(*this == o); }
-  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+  std::string str() const {
+    return is_cpu() ? "cpu" : (is_cuda() ? "cuda:" : "emu:") + std::to_string(index);
+  }
 };
 
 // True when this binary was compiled with the CUDA backend.
 bool cuda_built();
 // Number of usable CUDA devices (0 when not built or no driver/GPU).
 int cuda_device_count();
-// Parses "cpu", "cuda", "cuda:1", "auto"; "auto" picks CUDA when a GPU exists, else CPU.
+// Emulated devices per process: SPARSETRAIN_EMU_DEVICES (default 8), like a node's GPUs.
+int emu_device_count();
+// Parses "cpu", "cuda", "cuda:1", "emu", "emu:1", "auto"; "auto" picks CUDA when a GPU
+// exists, else CPU (never the emulated device).
 // Asking for CUDA where none exists throws with the reason.
 Device parse_device(const std::string& spec);
 
@@ -55,7 +64,11 @@ int local_gpu(const NodePlacement& placement, int device_count);
 bool visible_devices_restricted();
 // local_gpu() given whether the visible GPUs were restricted (testable without a GPU).
 int local_gpu(const NodePlacement& placement, int device_count, bool restricted);
-// parse_device() where "cuda" and "auto" mean this process's local GPU; "cuda:N" stays N.
+// The emulated device of "--device emu": the node-local rank, mapped like local_gpu()
+// onto emu_device_count() devices (more local processes than devices is an error).
+int local_emu(const NodePlacement& placement);
+// parse_device() where "cuda", "emu" and "auto" mean this process's local device;
+// "cuda:N" and "emu:N" stay N.
 Device parse_device(const std::string& spec, const NodePlacement& placement);
 
 }  // namespace st

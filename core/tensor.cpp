@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "core/emu/memory.h"
+#include "core/emu/runtime.h"
+
 namespace st {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
@@ -74,6 +77,14 @@ Tensor Tensor::to(Device device) const {
   return t;
 }
 
+Tensor Tensor::as_host_memory() const {
+  ST_CHECK(device_.is_emu(), "as_host_memory: ", str(), " is not on an emulated device");
+  check_emu_access();
+  Tensor t = *this;
+  t.device_ = Device::cpu();
+  return t;
+}
+
 Tensor Tensor::clone() const {
   Tensor t = empty(shape_, dtype_, device_);
   t.copy_from(*this);
@@ -86,6 +97,8 @@ void Tensor::copy_from(const Tensor& src) {
   if (nbytes() == 0) return;
   if (device_.is_cpu() && src.device_.is_cpu()) {
     std::memmove(raw(), src.raw(), nbytes());
+  } else if (device_.is_emu() || src.device_.is_emu()) {
+    emu::copy_bytes(address(), device_, src.address(), src.device_, nbytes());
   } else {
     cuda::copy_bytes(raw(), device_, src.raw(), src.device_, nbytes());
   }
@@ -95,6 +108,8 @@ void Tensor::zero() {
   if (nbytes() == 0) return;
   if (device_.is_cpu()) {
     std::memset(raw(), 0, nbytes());
+  } else if (device_.is_emu()) {
+    emu::zero_bytes(address(), nbytes(), device_.index);
   } else {
     cuda::zero_bytes(raw(), nbytes(), device_.index);
   }
@@ -122,6 +137,12 @@ std::string Tensor::str() const {
 
 void Tensor::check_dtype(DType want) const {
   ST_CHECK(want == dtype_, "tensor ", str(), " accessed as ", dtype_name(want));
+}
+
+void Tensor::check_emu_access() const {
+  ST_CHECK(emu::executing_device() == device_.index, "host code touched the memory of ", str(),
+           ": emulated device memory is reachable only from a stream of ", device_.str(),
+           " (copy it with to(Device::cpu()))");
 }
 
 void check_shape(const char* who, const char* what, const Shape& want, const Shape& got) {

@@ -1,7 +1,8 @@
 // Tensor: a contiguous row-major view (shape, dtype, byte offset) into shared Storage.
 // Copies between devices are explicit (to(), copy_from()); nothing synchronises behind
-// the caller's back. Views (reshape, slice) share storage, which is how parameters and
-// gradients live inside one flat buffer per bucket.
+// the caller's back (a copy to or from an emulated device waits for its stream). Views (reshape,
+// slice) share storage, which is how parameters and gradients live inside one flat buffer per
+// bucket.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,16 @@ class Tensor {
   }
   float* f32() { return data<float>(); }
   const float* f32() const { return data<float>(); }
-  void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
+  // The first byte. Emulated device memory is reachable only from its device's stream
+  // executor: anywhere else this throws naming the tensor (host code must copy it).
+  void* raw() const {
+    if (__builtin_expect(device_.type == DeviceType::EMU, 0)) check_emu_access();
+    return address();
+  }
+
+  // On an emulated device's stream executor: this tensor's memory seen as host memory, as
+  // a kernel sees it (host libraries such as MPI take it there). Throws anywhere else.
+  Tensor as_host_memory() const;
 
   // Same storage, new shape with the same element count.
   Tensor reshape(const Shape& shape) const;
@@ -59,6 +69,8 @@ class Tensor {
   Tensor slice_flat(int64_t offset, const Shape& shape) const;
   // Do two tensors share the same storage?
   bool shares_storage(const Tensor& o) const { return storage_ == o.storage_; }
+  // Where the view starts in its storage, in bytes (address arithmetic without an access).
+  size_t byte_offset() const { return offset_; }
   bool pinned() const { return storage_ && storage_->pinned(); }
 
   Tensor to(Device device) const;  // explicit copy (or self when already there)
@@ -73,6 +85,8 @@ class Tensor {
 
  private:
   void check_dtype(DType want) const;
+  void check_emu_access() const;
+  void* address() const { return static_cast<char*>(storage_->data()) + offset_; }
 
   std::shared_ptr<Storage> storage_;
   size_t offset_ = 0;  // bytes

@@ -61,11 +61,13 @@ void account_padding(const std::vector<int64_t>& counts, SparsifyStats& st) {
 // (tests, benchmarks). Only addresses are compared: no gradient memory is read.
 void tensor_segments(const Bucket& bucket, const Tensor& grads, SelectContext& ctx) {
   std::vector<std::pair<int64_t, int64_t>> seg;  // (offset, rows)
-  const auto* base = static_cast<const char*>(grads.raw());
+  // Positions from the views' byte offsets: no memory is touched (device buckets).
   for (const Param* p : bucket.params) {
-    if (!p->grad.defined() || p->grad.device() != grads.device() || p->grad.dtype() != DType::F32)
+    if (!p->grad.defined() || !p->grad.shares_storage(grads) || p->grad.dtype() != DType::F32)
       return;
-    const int64_t off = (static_cast<const char*>(p->grad.raw()) - base) / 4;
+    const int64_t off =
+        (static_cast<int64_t>(p->grad.byte_offset()) - static_cast<int64_t>(grads.byte_offset())) /
+        4;
     if (off < 0 || off + p->grad.numel() > bucket.numel) return;
     seg.emplace_back(off, p->grad.rank() > 1 ? p->grad.shape()[0] : 1);
   }

@@ -51,14 +51,14 @@ void CpuOps::resize(Buffer& b, Elem e, int64_t n) {
     // Grow by half again, so selections whose count drifts up do not reallocate each step.
     const int64_t old = t.defined() ? t.numel() : 0;
     const int64_t cap = std::max<int64_t>({n, old + old / 2, 16});
-    set_storage(b, Tensor::empty({cap}, dtype_for(e)));
+    set_storage(b, Tensor::empty({cap}, dtype_for(e), device()));
   }
   set_size(b, e, n);
 }
 
 Buffer CpuOps::wrap(Tensor& t) {
-  ST_CHECK(t.device().is_cpu() && t.dtype() == DType::F32,
-           "bulk::CpuOps::wrap: expected a float32 ", "tensor on the cpu, got ", t.str());
+  ST_CHECK(t.device() == device() && t.dtype() == DType::F32, "bulk::", name(),
+           "::wrap: expected a float32 tensor on ", device().str(), ", got ", t.str());
   Buffer b;
   set_storage(b, t.reshape({t.numel()}));
   set_size(b, Elem::F32, t.numel());
@@ -283,7 +283,8 @@ void CpuOps::allgatherv(Communicator& comm, const Buffer& in, const std::vector<
   resize(out, in.elem(), total);
   if (total == 0) return;
   Tensor o = view(out);
-  comm.allgatherv(in.empty() ? Tensor::empty({0}, dtype_for(in.elem())) : view(in), o, counts);
+  comm.allgatherv(in.empty() ? Tensor::empty({0}, dtype_for(in.elem()), device()) : view(in), o,
+                  counts);
 }
 
 void CpuOps::broadcast(Communicator& comm, Buffer& b, int root) {

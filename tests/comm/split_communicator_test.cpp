@@ -116,6 +116,32 @@ TEST(ResolveBackend, AutoFollowsTheDeviceUnderALauncher) {
   EXPECT_EQ(resolve_backend("local", true, Device::cuda(0)), "local");
 }
 
+TEST(ResolveBackend, TheEmulatedDeviceTakesItsOwnCollective) {
+  EXPECT_EQ(resolve_backend("auto", true, Device::emu(1)), "emu");
+  EXPECT_EQ(resolve_backend("auto", false, Device::emu(0)), "local");
+  EXPECT_EQ(resolve_backend("emu", true, Device::emu(0)), "emu");
+  for (const auto& [backend, device] : {std::pair{"mpi", Device::emu(0)},
+                                        {"nccl", Device::emu(0)},
+                                        {"emu", Device::cpu()},
+                                        {"emu", Device::cuda(0)}}) {
+    try {
+      resolve_backend(backend, true, device);
+      FAIL() << backend << " with " << device.str() << " must be refused";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--comm"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Emulated tensors go to the device plane, which refuses host memory like NCCL.
+TEST(SplitCommunicator, EmulatedTensorsReachTheDevicePlane) {
+  SplitCommunicator split(std::make_unique<LocalCommunicator>(), std::make_unique<DeviceOnly>());
+  Tensor t = Tensor::zeros({3}, DType::F32, Device::emu(0));
+  EXPECT_NO_THROW(split.allreduce(t, ReduceOp::Sum));
+  Tensor host = Tensor::zeros({3});
+  EXPECT_NO_THROW(split.allreduce(host, ReduceOp::Sum));
+}
+
 TEST(ResolveBackend, CombinationsThatCannotWorkNameTheFlag) {
   for (const auto& [backend, device] :
        {std::pair{"mpi", Device::cuda(0)}, {"nccl", Device::cpu()}, {"gloo", Device::cpu()}}) {

@@ -1,0 +1,189 @@
+#include "core/emu/stream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/emu/runtime.h"
+#include "core/error.h"
+
+namespace st::emu {
+
+struct Event::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0, done = 0;
+};
+
+struct Stream::Impl {
+  int device = 0;
+  mutable std::mutex mu;
+  std::condition_variable cv, idle;
+  struct Task {
+    std::function<void()> fn;
+    bool slow = true;
+  };
+  std::deque<Task> queue;
+  uint64_t queued = 0, completed = 0;
+  std::exception_ptr error;
+  bool stop = false;
+  std::thread thread;
+
+  void loop() {
+    set_executing_device(device);
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return stop || !queue.empty(); });
+        if (queue.empty()) return;
+        task = std::move(queue.front());
+        queue.pop_front();
+      }
+      if (const int us = task_delay_us(); us > 0 && task.slow)
+        std::this_thread::sleep_for(std::chrono::microseconds(us));
+      std::exception_ptr failed;
+      try {
+        task.fn();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      task.fn = nullptr;  // what it captured is released in stream order
+      std::lock_guard<std::mutex> lock(mu);
+      if (failed && !error) error = failed;
+      ++completed;
+      idle.notify_all();
+    }
+  }
+};
+
+Stream::Stream(int device) : impl_(std::make_unique<Impl>()) {
+  ST_CHECK(device >= 0 && device < device_count(), "emu: no device emu:", device);
+  impl_->device = device;
+  impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
+}
+
+Stream::~Stream() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  impl_->thread.join();
+}
+
+int Stream::device() const {
+  return impl_->device;
+}
+
+void Stream::enqueue(std::function<void()> task, bool slow) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->queue.push_back({std::move(task), slow});
+    ++impl_->queued;
+  }
+  impl_->cv.notify_one();
+}
+
+void Stream::synchronize() {
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lock(impl_->mu);
+    const uint64_t target = impl_->queued;
+    impl_->idle.wait(lock, [&] { return impl_->completed >= target; });
+    std::swap(error, impl_->error);
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+bool Stream::ready() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->completed == impl_->queued;
+}
+
+void Stream::wait(const Event& e) {
+  std::shared_ptr<Event::State> st = e.state_;
+  uint64_t target = 0;
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    target = st->recorded;
+  }
+  enqueue(
+      [st, target] {
+        std::unique_lock<std::mutex> lock(st->mu);
+        st->cv.wait(lock, [&] { return st->done >= target; });
+      },
+      false);
+}
+
+Event::Event() : state_(std::make_shared<State>()) {}
+
+void Event::record(Stream& s) {
+  std::shared_ptr<State> st = state_;
+  uint64_t target = 0;
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    target = ++st->recorded;
+  }
+  s.enqueue(
+      [st, target] {
+        std::lock_guard<std::mutex> lock(st->mu);
+        st->done = std::max(st->done, target);
+        st->cv.notify_all();
+      },
+      false);
+}
+
+void Event::synchronize() const {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  const uint64_t target = state_->recorded;
+  state_->cv.wait(lock, [&] { return state_->done >= target; });
+}
+
+bool Event::ready() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->done >= state_->recorded;
+}
+
+namespace {
+
+// One thread's streams: per device, its own default stream and the current one.
+struct ThreadStreams {
+  std::map<int, std::unique_ptr<Stream>> own;
+  std::map<int, Stream*> current;
+};
+
+ThreadStreams& thread_streams() {
+  thread_local ThreadStreams t;
+  return t;
+}
+
+}  // namespace
+
+Stream& current_stream(int device) {
+  check_thread_on(device, "a stream");
+  ThreadStreams& t = thread_streams();
+  if (auto it = t.current.find(device); it != t.current.end() && it->second) return *it->second;
+  std::unique_ptr<Stream>& s = t.own[device];
+  if (!s) s = std::make_unique<Stream>(device);
+  return *s;
+}
+
+StreamGuard::StreamGuard(Stream& s) : device_(s.device()) {
+  check_thread_on(device_, "a stream guard");
+  Stream*& cur = thread_streams().current[device_];
+  prev_ = cur;
+  cur = &s;
+}
+
+StreamGuard::~StreamGuard() {
+  thread_streams().current[device_] = prev_;
+}
+
+}  // namespace st::emu

@@ -1,0 +1,82 @@
+// Streams and events of the emulated accelerator, with CUDA's meaning.
+//
+// A Stream is a queue with its own executor thread: enqueue() returns at once and the
+// executor runs the tasks in order, marked as executing for the stream's device (so they
+// may touch its memory). Two streams are ordered only by events: Event::record(s) marks
+// the position of everything queued on s so far; Stream::wait(e) makes work queued on the
+// stream afterwards wait until that position has run (cudaStreamWaitEvent; an event never
+// recorded is complete). With a task delay (runtime.h) every executor sleeps before each
+// task, so a missing wait shows up as stale data.
+//
+// A task that throws leaves its error on the stream (as a CUDA error stays with its
+// context): the next synchronize() rethrows it; later tasks still run so events complete.
+//
+// Each host thread has, per device, its own default stream, current unless a StreamGuard
+// says otherwise (core/cuda/stream.h's Context); using it from a thread that works on
+// another device is an error.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+namespace st::emu {
+
+class Event;
+
+class Stream {
+ public:
+  explicit Stream(int device);
+  // Runs what is queued, then joins the executor.
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  int device() const;
+  // `slow`: the task delay applies (kernels); copies and event marks pass it by, as a
+  // copy engine and the stream's own bookkeeping do, so the delay widens the window in
+  // which a kernel's result is still missing.
+  void enqueue(std::function<void()> task, bool slow = true);
+  // Returns when everything queued so far has run; rethrows a task's error.
+  void synchronize();
+  bool ready() const;
+  // Work queued on this stream after the call waits until `e`'s latest record has run.
+  void wait(const Event& e);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class Event {
+ public:
+  Event();
+  // Marks the position of everything queued on `s` so far.
+  void record(Stream& s);
+  // Blocks the host until the latest record has run.
+  void synchronize() const;
+  bool ready() const;
+
+ private:
+  friend class Stream;
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// The calling thread's current stream on `device` (its own default stream, created on
+// first use, unless a StreamGuard replaced it).
+Stream& current_stream(int device);
+
+// Makes `s` the calling thread's current stream on its device for a scope.
+class StreamGuard {
+ public:
+  explicit StreamGuard(Stream& s);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  int device_;
+  Stream* prev_;
+};
+
+}  // namespace st::emu

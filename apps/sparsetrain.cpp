@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
       std::puts("sparsetrain: flags ok");
       return 0;
     }
-    comm = st::make_communicator(*train ? tc.comm : ec.comm);
+    comm = st::make_communicator(*train ? tc.comm : ec.comm, *train ? tc.device : ec.device);
     if (*train && !tc.resume.empty()) st::check_checkpoint_file(tc.resume);
     if (*eval) st::check_checkpoint_file(checkpoint);
     if (*train && tc.arch == "lstm") {

@@ -103,7 +103,8 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
                                                 const std::string& device) {
   const bool launched = launched_by_mpi();
   if (backend == "local" || (backend == "auto" && !launched)) {
-    resolve_backend(backend, launched, parse_device(device));
+    // One process: no collective library, whatever the device (checked where it is used).
+    resolve_backend(backend, launched, Device::cpu());
     return std::make_unique<LocalCommunicator>();
   }
   // "--comm nccl" / "--comm emu" without a device mean this rank's GPU / emulated device.

@@ -140,6 +140,11 @@ void check_config(const TrainConfig& c) {
            "--sp needs a --sparsifier (got --sp ", format_sparsifier_params(c.sparsifier_params),
            " with --sparsifier none)");
   ST_CHECK(!c.sync_bn || !lm, "--sync-bn applies to models with BatchNorm, not --arch lstm");
+  // The emulated accelerator runs the device exchange (ctest emu_hook), not yet layers.
+  ST_CHECK(c.device.rfind("emu", 0) != 0, "--device ", c.device,
+           ": the emulated accelerator runs the sparsified exchange's device tests (ctest -R "
+           "emu_hook); layers and the optimiser do not run on it yet: train with --device cpu "
+           "or cuda");
   check_sparsifier_device(c);
   check_precision(c);
   // --sp keys and values as the exchange hook reads them, before any data is loaded.

@@ -255,7 +255,7 @@ class ImageTask : public TrainingTask {
 }  // namespace
 
 TrainResult train(const TrainConfig& c) {
-  std::unique_ptr<Communicator> comm = make_communicator(c.comm);
+  std::unique_ptr<Communicator> comm = make_communicator(c.comm, c.device);
   return train(c, *comm);
 }
 

@@ -32,4 +32,9 @@ for row in "${rows[@]}"; do
     fail "$name is listed for cuda but refused: $(cat "$tmp/$name.log")"
   fi
 done
+# The emulated accelerator runs the device exchange's tests, not training: one line.
+"$bin" "${common[@]/cuda/emu}" --out "$tmp/emu" >"$tmp/emu.log" 2>&1 && fail "--device emu trained"
+[[ $(grep -c . "$tmp/emu.log") -eq 1 ]] || fail "--device emu: not one line: $(cat "$tmp/emu.log")"
+grep -q -- "--device emu: the emulated accelerator runs the sparsified exchange" "$tmp/emu.log" ||
+  fail "--device emu: $(cat "$tmp/emu.log")"
 echo "device_ready_test: ok (${#rows[@]} methods)"

@@ -3,6 +3,7 @@
 #include "comm/communicator.h"
 #include "sparsify/bulk/cuda_ops.h"
 #include "sparsify/bulk/cuda_ops_detail.cuh"
+#include "sparsify/bulk/host_staging.h"
 
 namespace st::bulk {
 
@@ -21,18 +22,10 @@ void on_comm_tensors(Communicator& comm, int device, std::vector<Tensor*> inputs
                      std::vector<Tensor*> outputs, Op op) {
   cuda::DeviceGuard guard(device);
   ST_CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream(device)));
-  if (is_nccl(comm)) {
+  if (is_nccl(comm))
     op();
-    return;
-  }
-  std::vector<Tensor> on_device;
-  for (Tensor* t : inputs) *t = t->to(Device::cpu());
-  for (Tensor* t : outputs) {
-    on_device.push_back(*t);
-    *t = t->to(Device::cpu());
-  }
-  op();
-  for (size_t i = 0; i < outputs.size(); ++i) on_device[i].copy_from(*outputs[i]);
+  else
+    on_host_copies(inputs, outputs, op);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "comm/communicator.h"
 #include "core/emu/stream.h"
 #include "sparsify/bulk/emu_ops.h"
+#include "sparsify/bulk/host_staging.h"
 
 namespace st::bulk {
 
@@ -20,18 +21,10 @@ template <typename Op>
 void on_comm_tensors(Communicator& comm, emu::Stream& s, std::vector<Tensor*> inputs,
                      std::vector<Tensor*> outputs, Op op) {
   s.synchronize();
-  if (comm.backend() == "emu") {
+  if (comm.backend() == "emu")
     op();
-    return;
-  }
-  std::vector<Tensor> on_device;
-  for (Tensor* t : inputs) *t = t->to(Device::cpu());
-  for (Tensor* t : outputs) {
-    on_device.push_back(*t);
-    *t = t->to(Device::cpu());
-  }
-  op();
-  for (size_t i = 0; i < outputs.size(); ++i) on_device[i].copy_from(*outputs[i]);
+  else
+    on_host_copies(inputs, outputs, op);
 }
 
 }  // namespace

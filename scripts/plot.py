@@ -69,6 +69,22 @@ def smooth(values, window):
     return out
 
 
+def second_half_mean(values):
+    """The mean over the second half of a run: past the warm-up and the early transient."""
+    tail = values[len(values) // 2:]
+    return sum(tail) / len(tail) if tail else float("nan")
+
+
+def run_arguments(description, output, smooth):
+    """The arguments every per-run figure takes: run folders, output file, smoothing, title."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", help="run folders, optionally NAME=DIR")
+    ap.add_argument("-o", "--output", default=output)
+    ap.add_argument("--smooth", type=int, default=smooth, help="moving-average window")
+    ap.add_argument("--title", default="")
+    return ap.parse_args()
+
+
 def split_spec(spec):
     return spec.rpartition("=")[::2] if "=" in spec else (os.path.basename(spec.rstrip("/")), spec)
 

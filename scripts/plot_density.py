@@ -8,7 +8,6 @@ docs/RESULTS.md quotes: mean actual density / d and mean padding overhead).
 
   scripts/plot_density.py micro=runs/m exdyna=runs/e topk=runs/t -o density.png [--smooth 20]
 """
-import argparse
 import json
 import os
 import sys
@@ -19,21 +18,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot import read_rows, smooth  # noqa: E402
+from plot import read_rows, run_arguments, second_half_mean, smooth  # noqa: E402
 
-
-def second_half_mean(values):
-    tail = values[len(values) // 2:]
-    return sum(tail) / len(tail) if tail else float("nan")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", help="run folders, optionally NAME=DIR")
-    ap.add_argument("-o", "--output", default="density.png")
-    ap.add_argument("--smooth", type=int, default=20, help="moving-average window")
-    ap.add_argument("--title", default="")
-    a = ap.parse_args()
+    a = run_arguments(__doc__, "density.png", 20)
 
     fig, (dens_ax, pad_ax, thr_ax) = plt.subplots(1, 3, figsize=(17, 4.8))
     targets = set()

@@ -7,7 +7,6 @@ per run with second-half means.
 
   scripts/plot_residual.py topk=runs/t micro=runs/m -o docs/img/residual.png [--smooth 10]
 """
-import argparse
 import json
 import os
 import sys
@@ -18,23 +17,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot import read_rows, smooth  # noqa: E402
+from plot import read_rows, run_arguments, second_half_mean, smooth  # noqa: E402
 
 PHASES = ["ef", "select", "pack", "comm", "decode", "update"]
 
 
-def second_half_mean(values):
-    tail = values[len(values) // 2:]
-    return sum(tail) / len(tail) if tail else float("nan")
-
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", help="run folders, optionally NAME=DIR")
-    ap.add_argument("-o", "--output", default="residual.png")
-    ap.add_argument("--smooth", type=int, default=10, help="moving-average window")
-    ap.add_argument("--title", default="")
-    a = ap.parse_args()
+    a = run_arguments(__doc__, "residual.png", 10)
 
     fig, (res_ax, ph_ax) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
     names, phase_means = [], []

@@ -2,15 +2,9 @@
 # The Fashion-MNIST ResNet-20 runs behind docs/RESULTS.md. Each run writes
 # runs/<name>/{iterations,epochs}.csv; a finished run (epochs.csv has all epochs) is skipped.
 #   scripts/experiments/fmnist_resnet20.sh [build-dir] [run-name ...]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-build=${1:-build}
-shift || true
-bin=$build/apps/sparsetrain
-mpi=(mpirun --allow-run-as-root --oversubscribe)
+source "$(dirname "$0")/common.sh"
 common=(--arch resnet20 --dataset fashion-mnist --lr 0.1 --wd 5e-4 --log-every 100)
 
-done_epochs() { [[ -f runs/$1/epochs.csv ]] && echo $(($(wc -l <"runs/$1/epochs.csv") - 1)) || echo 0; }
 
 run() {  # name epochs command...
   local name=$1 epochs=$2

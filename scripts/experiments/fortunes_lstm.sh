@@ -3,15 +3,9 @@
 # 200) on the fortunes corpus against PyTorch 1.13, and dense vs MiCRO on 4 ranks.
 # A finished run (epochs.csv has all epochs) is skipped.
 #   scripts/experiments/fortunes_lstm.sh [build-dir] [run-name ...]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-build=${1:-build}
-shift || true
-bin=$build/apps/sparsetrain
-mpi=(mpirun --allow-run-as-root --oversubscribe)
+source "$(dirname "$0")/common.sh"
 epochs=3
 
-done_epochs() { [[ -f runs/$1/epochs.csv ]] && echo $(($(wc -l <"runs/$1/epochs.csv") - 1)) || echo 0; }
 want() { [[ ${#selected[@]} -eq 0 ]] || [[ " ${selected[*]} " == *" $1 "* ]]; }
 selected=("$@")
 

@@ -18,6 +18,16 @@ namespace st {
 
 enum class ReduceOp { Sum, Max, Min };
 
+// The collectives of the interface below, declared in one line by a backend that
+// implements all of them out of line (MpiCommunicator, SplitCommunicator).
+#define ST_COMMUNICATOR_COLLECTIVES                                                            \
+  void allreduce(Tensor& t, ReduceOp op) override;                                             \
+  void allgather(const Tensor& in, Tensor& out) override;                                      \
+  void allgatherv(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override; \
+  void broadcast(Tensor& t, int root) override;                                                \
+  void barrier() override;                                                                     \
+  std::vector<std::string> gather_bytes(const std::string& mine, int root) override;
+
 class Communicator {
  public:
   virtual ~Communicator();

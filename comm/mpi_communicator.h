@@ -30,12 +30,7 @@ class MpiCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   NodePlacement placement() const override { return placement_; }
-  void allreduce(Tensor& t, ReduceOp op) override;
-  void allgather(const Tensor& in, Tensor& out) override;
-  void allgatherv(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override;
-  void broadcast(Tensor& t, int root) override;
-  void barrier() override;
-  std::vector<std::string> gather_bytes(const std::string& mine, int root) override;
+  ST_COMMUNICATOR_COLLECTIVES
   // Ends every process of the job (after printing the reason), as MPI_Abort does.
   [[noreturn]] static void abort_job(int code);
 

@@ -31,12 +31,7 @@ class SplitCommunicator : public Communicator {
   int size() const override { return host_->size(); }
   NodePlacement placement() const override { return host_->placement(); }
 
-  void allreduce(Tensor& t, ReduceOp op) override;
-  void allgather(const Tensor& in, Tensor& out) override;
-  void allgatherv(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override;
-  void broadcast(Tensor& t, int root) override;
-  void barrier() override;
-  std::vector<std::string> gather_bytes(const std::string& mine, int root) override;
+  ST_COMMUNICATOR_COLLECTIVES
 
  private:
   // Marks one plane as entered by this thread for the length of a call.

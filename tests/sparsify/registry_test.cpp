@@ -2,6 +2,7 @@
 // validation, the listing and the JSON all read.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -15,16 +16,21 @@
 namespace st::test {
 namespace {
 
-// The message of the Error that building `name` with `params` throws ("" if none).
-std::string error_of(const SparsifierInfo& info, std::map<std::string, std::string> params) {
-  SparsifierOptions o;
-  o.params = std::move(params);
+// The message of the Error that `build` throws ("" if none).
+std::string thrown_by(const std::function<void()>& build) {
   try {
-    info.build(o);
+    build();
   } catch (const Error& e) {
     return e.what();
   }
   return "";
+}
+
+// The message of the Error that building `name` with `params` throws ("" if none).
+std::string error_of(const SparsifierInfo& info, std::map<std::string, std::string> params) {
+  SparsifierOptions o;
+  o.params = std::move(params);
+  return thrown_by([&] { info.build(o); });
 }
 
 std::string error_of(const std::string& name, std::map<std::string, std::string> params) {
@@ -194,14 +200,6 @@ TEST(SparsifierRegistry, FlagHelpNamesEveryMethod) {
 // The classes that also construct from SparsifierOptions validate against the keys their
 // rows list (the method's keys()), with the registry's message, without a registry lookup.
 TEST(SparsifierRegistry, DirectConstructorsCheckTheRowsKeys) {
-  const auto message = [](const std::function<void()>& build) -> std::string {
-    try {
-      build();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  };
   SparsifierOptions bad;
   bad.params = {{"nonsense", "1"}};
   const struct {
@@ -215,7 +213,7 @@ TEST(SparsifierRegistry, DirectConstructorsCheckTheRowsKeys) {
       {"sidco-p", [&] { Sidco::from(bad, sidco::Variant::P); }},
   };
   for (const auto& c : cases) {
-    const std::string direct = message(c.build);
+    const std::string direct = thrown_by(c.build);
     EXPECT_FALSE(direct.empty()) << c.method;
     EXPECT_EQ(direct, error_of(c.method, bad.params)) << c.method;
     EXPECT_TRUE(has(direct, std::string("not a parameter of --sparsifier ") + c.method)) << direct;

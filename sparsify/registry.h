@@ -86,7 +86,7 @@ const SparsifierInfo* find_sparsifier(const std::string& name);
 bool sparsifier_uses_sq_grads(const std::string& name);
 // Throws for an unknown name, an unknown --sp key or a value outside its range.
 SparsifierPtr make_sparsifier(const std::string& name, const SparsifierOptions& options);
-// A method's validated --sp values, for classes that also construct from options directly.
+// A method's validated --sp values, looked up by name (its row's keys and the hook's).
 SpValues sp_values(const std::string& name, const SparsifierOptions& options);
 
 // `sparsetrain sparsifiers`: each method with its paper, pattern, per-rank state and keys

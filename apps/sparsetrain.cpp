@@ -143,9 +143,7 @@ void add_train_flags(CLI::App* app, st::TrainConfig& c, st::LmOptions& lm,
   app->add_flag_callback(
       "--no-overlap", [&c] { c.overlap = false; },
       "exchange all buckets after backward instead of during it (baseline)");
-  app->add_option("--sparsifier", c.sparsifier,
-                  "gradient sparsifier (`sparsetrain sparsifiers` lists them); none = dense")
-      ->capture_default_str();
+  app->add_option("--sparsifier", c.sparsifier, st::sparsifier_flag_help())->capture_default_str();
   app->add_option("--density", c.density, "target density d (fraction of gradients sent)")
       ->capture_default_str();
   app->add_option("--dense-warmup-iters", c.dense_warmup_iters,

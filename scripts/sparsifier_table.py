@@ -27,14 +27,15 @@ def cite(paper):
 
 
 def table(listing):
-    """Markdown: one row per method (its exchange and the devices it runs on), then one row
-    per --sp key."""
+    """Markdown: one row per method (its exchange, the devices it runs on, the rule state it
+    keeps per rank), then one row per --sp key."""
     methods = listing["sparsifiers"]
-    lines = ["| `--sparsifier` | summary | paper | exchange | device |", "|---|---|---|---|---|"]
+    lines = ["| `--sparsifier` | summary | paper | exchange | device | per-rank state |",
+             "|---|---|---|---|---|---|"]
     for m in methods:
         exchange = m["pattern"] + (", own partition per rank" if m["partitioned"] else "")
         lines.append(f"| `{m['name']}` | {cell(m['summary'])} | {cell(cite(m['paper']))} | "
-                     f"{exchange} | {', '.join(m['device'])} |")
+                     f"{exchange} | {', '.join(m['device'])} | {cell(m['per_rank_state'] or '-')} |")
     lines += ["", "| `--sparsifier` | `--sp` key | default | allowed | meaning |",
               "|---|---|---|---|---|"]
     for m in methods:

@@ -11,7 +11,27 @@ namespace st {
 
 using bulk::Elem;
 
+namespace {
+// The --sp keys, spelled once: keys() declares them, options_from() reads them.
+constexpr char kSample[] = "sample", kMomentum[] = "momentum", kMask[] = "mask";
+}  // namespace
+
 Dgc::Dgc(const DgcOptions& options) : opt_(options) {}
+
+std::vector<SpKey> Dgc::keys() {
+  const DgcOptions o;
+  return {real(kSample, o.sample, "(0, 1]", "fraction of positions sampled for the threshold"),
+          real(kMomentum, o.momentum, "[0, 1)", "momentum correction coefficient m (0 = off)"),
+          flag(kMask, o.mask, "momentum factor masking (with momentum correction)")};
+}
+
+DgcOptions Dgc::options_from(const SpValues& v) {
+  DgcOptions o;
+  o.sample = v.get(kSample);
+  o.momentum = v.get(kMomentum);
+  o.mask = v.get_bool(kMask);
+  return o;
+}
 
 float Dgc::sampled_threshold(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& v) {
   const int64_t n = v.size();

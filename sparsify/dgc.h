@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sparsify/device_state.h"
+#include "sparsify/sp_keys.h"
 #include "sparsify/sparsifier.h"
 
 namespace st {
@@ -32,6 +33,10 @@ struct DgcOptions {
 class Dgc : public Sparsifier {
  public:
   explicit Dgc(const DgcOptions& options);
+  // The --sp keys sample, momentum, mask (defaults: DgcOptions), which the registry row
+  // lists, and the options from their validated values.
+  static std::vector<SpKey> keys();
+  static DgcOptions options_from(const SpValues& v);
   std::string name() const override { return "dgc"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,

@@ -1,6 +1,8 @@
 #include "sparsify/exdyna.h"
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -9,14 +11,39 @@ namespace st {
 ExDyna::ExDyna(const part::ThresholdRule& threshold, const part::BlockRule& blocks)
     : Micro(threshold), rule_(blocks) {}
 
+namespace {
+// The block rule's --sp keys, spelled once: keys() declares them, blocks_from() reads them.
+constexpr char kBlocks[] = "blocks", kAlign[] = "align", kTol[] = "tol", kMinDiv[] = "min_div",
+               kFill[] = "fill", kRef[] = "ref";
+}  // namespace
+
+std::vector<SpKey> ExDyna::keys() {
+  const part::BlockRule rule;  // ExDyna's defaults
+  std::vector<SpKey> keys = Micro::keys();
+  for (SpKey& k : std::vector<SpKey>{
+           whole(kBlocks, rule.blocks, "[1, inf)", "blocks per bucket"),
+           whole(kAlign, rule.align, "[1, inf)", "block size rounded down to a multiple of this"),
+           real(kTol, rule.tolerance, "[1, inf)",
+                "load tolerance: high above tol k_acc, low below k_acc / tol"),
+           real(kMinDiv, rule.min_div, "(0, inf)",
+                "minimum partition: blocks / (min_div P) blocks"),
+           flag(kFill, rule.fill, "not in the paper: floor(n / b) whole blocks, tail < one block"),
+           flag(kRef, rule.reference,
+                "reference arithmetic: k_acc = int(k_prev / P), low edge k_acc * 0.95238 "
+                "(1 / tol to 5 decimals); 0: real values"),
+       })
+    keys.push_back(std::move(k));
+  return keys;
+}
+
 part::BlockRule ExDyna::blocks_from(const SpValues& v) {
   part::BlockRule r;
-  r.blocks = v.get_int("blocks");
-  r.align = v.get_int("align");
-  r.tolerance = v.get("tol");
-  r.min_div = v.get("min_div");
-  r.fill = v.get_bool("fill");
-  r.reference = v.get_bool("ref");
+  r.blocks = v.get_int(kBlocks);
+  r.align = v.get_int(kAlign);
+  r.tolerance = v.get(kTol);
+  r.min_div = v.get(kMinDiv);
+  r.fill = v.get_bool(kFill);
+  r.reference = v.get_bool(kRef);
   return r;
 }
 

@@ -28,8 +28,10 @@ namespace st {
 class ExDyna : public Micro {
  public:
   ExDyna(const part::ThresholdRule& threshold, const part::BlockRule& blocks);
-  // The block rule from the validated --sp blocks= align= tol= min_div= fill= ref=
-  // (defaults: part::BlockRule).
+  // MiCRO's --sp keys and the block rule's blocks, align, tol, min_div, fill, ref
+  // (defaults: part::BlockRule), which the registry row lists; the block rule from their
+  // validated values.
+  static std::vector<SpKey> keys();
   static part::BlockRule blocks_from(const SpValues& values);
 
   std::string name() const override { return "exdyna"; }

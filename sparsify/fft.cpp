@@ -4,13 +4,16 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "sparsify/registry.h"
 
 namespace st {
 
 using bulk::Elem;
 
 namespace {
+
+// The --sp keys, spelled once: keys() declares them, the constructor reads them.
+constexpr char kTheta[] = "theta", kThetaMin[] = "theta_min", kDecay[] = "decay",
+               kEvery[] = "every", kBits[] = "bits", kBlock[] = "block";
 
 // A piece of `count` coefficients keeps floor((1 - theta) count) of them, at least one.
 int64_t kept_share(double theta, int64_t count) {
@@ -20,18 +23,29 @@ int64_t kept_share(double theta, int64_t count) {
 
 }  // namespace
 
+std::vector<SpKey> FftSparsifier::keys() {
+  return {real(kTheta, -1, "(-inf, 1)", "initial theta (negative: 1 - --density)"),
+          real(kThetaMin, 0, "[0, 1)", "floor of the theta schedule"),
+          real(kDecay, 0.99, "(0, 1]", "theta factor every `every` iterations"),
+          whole(kEvery, 1000, "[1, inf)", "iterations between theta decays"),
+          whole(kBits, 16, "[2, 24]", "width of the range-based float"),
+          whole(kBlock, 0, "[0, inf)",
+                "transform pieces of at most this many elements (0: whole tensors; not 1)")};
+}
+
 FftSparsifier::FftSparsifier(const SpValues& v)
-    : theta0_(v.get("theta")),
-      theta_min_(v.get("theta_min")),
-      decay_(v.get("decay")),
-      every_(v.get_int("every")),
-      block_(v.get_int("block")),
-      bits_(static_cast<int>(v.get_int("bits"))) {
+    : theta0_(v.get(kTheta)),
+      theta_min_(v.get(kThetaMin)),
+      decay_(v.get(kDecay)),
+      every_(v.get_int(kEvery)),
+      block_(v.get_int(kBlock)),
+      bits_(static_cast<int>(v.get_int(kBits))) {
   // A piece of one element has no spectrum to cut; the declared range cannot say "not 1".
   ST_CHECK(block_ != 1, "--sparsifier fft: --sp block=1 is not allowed; block takes 0 or >= 2");
 }
 
-FftSparsifier::FftSparsifier(const SparsifierOptions& o) : FftSparsifier(sp_values("fft", o)) {}
+FftSparsifier::FftSparsifier(const SparsifierOptions& o)
+    : FftSparsifier(SpValues(kName, keys(), o.params)) {}
 
 double FftSparsifier::theta(int64_t t, double density) const {
   const double t0 = theta0_ >= 0 ? theta0_ : 1.0 - density;

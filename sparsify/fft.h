@@ -33,12 +33,15 @@ namespace st {
 
 class FftSparsifier : public Sparsifier {
  public:
-  // --sp theta, theta_min, decay, every, bits, block (declared in sparsify/registry.cpp);
-  // the second form validates options against that declaration first.
+  static constexpr char kName[] = "fft";
+  // The --sp keys theta, theta_min, decay, every, bits, block, which the registry row
+  // lists; the constructor reads their validated values (the second form validates
+  // options.params first).
+  static std::vector<SpKey> keys();
   explicit FftSparsifier(const SpValues& v);
   explicit FftSparsifier(const SparsifierOptions& o);
 
-  std::string name() const override { return "fft"; }
+  std::string name() const override { return kName; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;

@@ -6,7 +6,17 @@
 
 namespace st {
 
+namespace {
+constexpr char kLoopsKey[] = "loops";  // spelled once: keys() declares it, the constructor reads it
+}  // namespace
+
 GaussianK::GaussianK(int loops) : loops_(loops) {}
+
+std::vector<SpKey> GaussianK::keys() {
+  return {whole(kLoopsKey, kLoops, "[1, inf)", "threshold counts at most")};
+}
+
+GaussianK::GaussianK(const SpValues& v) : GaussianK(static_cast<int>(v.get_int(kLoopsKey))) {}
 
 double GaussianK::initial_threshold(double mean, double stddev, double density) {
   const double p = std::clamp(1.0 - density / 2.0, 0.5, std::nextafter(1.0, 0.0));

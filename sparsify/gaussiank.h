@@ -9,6 +9,9 @@
 // is not guaranteed to end inside [2k/3, 4k/3]). Allgather-sum.
 #pragma once
 
+#include <vector>
+
+#include "sparsify/sp_keys.h"
 #include "sparsify/sparsifier.h"
 
 namespace st {
@@ -17,6 +20,9 @@ class GaussianK : public Sparsifier {
  public:
   static constexpr int kLoops = 3;  // the reference code's count limit (--sp loops)
   explicit GaussianK(int loops = kLoops);
+  // The --sp key loops, which the registry row lists; the constructor reads its value.
+  static std::vector<SpKey> keys();
+  explicit GaussianK(const SpValues& v);
   std::string name() const override { return "gaussiank"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   bool sends_at_least_one() const override { return false; }

@@ -7,15 +7,31 @@
 
 namespace st {
 
+namespace {
+// The --sp keys, spelled once: keys() declares them, rule_from() reads them.
+constexpr char kHi[] = "hi", kLo[] = "lo", kUp[] = "up", kMid[] = "mid", kDown[] = "down";
+}  // namespace
+
 Micro::Micro(const part::ThresholdRule& rule) : rule_(rule) {}
+
+std::vector<SpKey> Micro::keys() {
+  const part::ThresholdRule rule;  // MiCRO's defaults
+  return {
+      real(kHi, rule.hi, "(0, inf)", "upper edge of the density band (ratio k_prev / k)"),
+      real(kLo, rule.lo, "(0, inf)", "lower edge of the band (lo <= hi)"),
+      real(kUp, rule.up, "(0, inf)", "tau factor above the band"),
+      real(kMid, rule.mid, "(0, inf)", "tau factor inside the band"),
+      real(kDown, rule.down, "(0, inf)", "tau factor below the band"),
+  };
+}
 
 part::ThresholdRule Micro::rule_from(const SpValues& v) {
   part::ThresholdRule r;
-  r.hi = v.get("hi");
-  r.lo = v.get("lo");
-  r.up = v.get("up");
-  r.mid = v.get("mid");
-  r.down = v.get("down");
+  r.hi = v.get(kHi);
+  r.lo = v.get(kLo);
+  r.up = v.get(kUp);
+  r.mid = v.get(kMid);
+  r.down = v.get(kDown);
   ST_CHECK(r.lo <= r.hi, "--sp lo=", r.lo, " hi=", r.hi, ": the density band needs lo <= hi");
   return r;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "sparsify/partition_math.h"
 #include "sparsify/sp_keys.h"
@@ -24,7 +25,9 @@ namespace st {
 class Micro : public Sparsifier {
  public:
   explicit Micro(const part::ThresholdRule& rule);
-  // The rule from the validated --sp hi= lo= up= mid= down= (defaults: part::ThresholdRule).
+  // The --sp keys hi, lo, up, mid, down (defaults: part::ThresholdRule), which the registry
+  // row lists, and the rule from their validated values.
+  static std::vector<SpKey> keys();
   static part::ThresholdRule rule_from(const SpValues& values);
 
   std::string name() const override { return "micro"; }

@@ -8,10 +8,23 @@
 
 namespace st {
 
+namespace {
+// The --sp keys, spelled once: keys() declares them, the constructor reads them.
+constexpr char kRank[] = "rank", kMinSize[] = "min_size", kWarmStart[] = "warm_start";
+}  // namespace
+
+std::vector<SpKey> PowerSgd::keys() {
+  return {
+      whole(kRank, 2, "[1, inf)", "rank r of the approximation (the paper's CIFAR-10 setting: 2)"),
+      whole(kMinSize, 0, "[0, inf)",
+            "matrices with fewer elements are sent dense (vectors always are)"),
+      flag(kWarmStart, true, "reuse last step's averaged Q (off: a fresh random Q each step)")};
+}
+
 PowerSgd::PowerSgd(const SpValues& v)
-    : rank_(v.get_int("rank")),
-      min_size_(v.get_int("min_size")),
-      warm_start_(v.get_bool("warm_start")) {}
+    : rank_(v.get_int(kRank)),
+      min_size_(v.get_int(kMinSize)),
+      warm_start_(v.get_bool(kWarmStart)) {}
 
 std::vector<PowerSgd::Block> PowerSgd::layout(const SelectContext& ctx, int64_t n) const {
   std::vector<Block> blocks;

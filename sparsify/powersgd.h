@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "sparsify/device_state.h"
 #include "sparsify/sp_keys.h"
@@ -21,6 +22,9 @@ namespace st {
 
 class PowerSgd : public Sparsifier {
  public:
+  // The --sp keys rank, min_size, warm_start, which the registry row lists; the
+  // constructor reads their validated values.
+  static std::vector<SpKey> keys();
   explicit PowerSgd(const SpValues& v);
   std::string name() const override { return "powersgd"; }
   ExchangePattern pattern() const override { return ExchangePattern::LowRank; }

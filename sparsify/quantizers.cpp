@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "sparsify/registry.h"
 
 namespace st::quant {
 
@@ -118,10 +117,20 @@ void StochasticQuantizer::unpack_on(bulk::Ops& ops, const SelectContext& ctx, in
   unpack_message(ops, spec(ctx), name(), n, words, offset, count, codes_, out);
 }
 
-Qsgd::Qsgd(const SpValues& v)
-    : levels_(static_cast<int32_t>(v.get_int("levels"))), chunk_(v.get_int("chunk")) {}
+namespace {
+// The --sp keys, spelled once: keys() declares them, the constructors read them.
+constexpr char kLevels[] = "levels", kChunk[] = "chunk", kClip[] = "clip";
+}  // namespace
 
-Qsgd::Qsgd(const SparsifierOptions& o) : Qsgd(sp_values("qsgd", o)) {}
+std::vector<SpKey> Qsgd::keys() {
+  return {whole(kLevels, 15, "[1, 1048576]", "stochastic levels s (4-bit setting: 15)"),
+          whole(kChunk, 512, "[0, inf)", "elements per norm (0: the whole bucket)")};
+}
+
+Qsgd::Qsgd(const SpValues& v)
+    : levels_(static_cast<int32_t>(v.get_int(kLevels))), chunk_(v.get_int(kChunk)) {}
+
+Qsgd::Qsgd(const SparsifierOptions& o) : Qsgd(SpValues(kName, keys(), o.params)) {}
 
 bulk::QuantSpec Qsgd::spec(const SelectContext& ctx) const {
   bulk::QuantSpec q;
@@ -133,10 +142,15 @@ bulk::QuantSpec Qsgd::spec(const SelectContext& ctx) const {
   return q;
 }
 
-TernGrad::TernGrad(const SpValues& v)
-    : chunk_(v.get_int("chunk")), clip_(static_cast<float>(v.get("clip"))) {}
+std::vector<SpKey> TernGrad::keys() {
+  return {whole(kChunk, 0, "[0, inf)", "elements sharing one scale (0: the whole bucket)"),
+          real(kClip, 2.5, "[0, inf)", "clip to clip x sigma before scaling (0 = off)")};
+}
 
-TernGrad::TernGrad(const SparsifierOptions& o) : TernGrad(sp_values("terngrad", o)) {}
+TernGrad::TernGrad(const SpValues& v)
+    : chunk_(v.get_int(kChunk)), clip_(static_cast<float>(v.get(kClip))) {}
+
+TernGrad::TernGrad(const SparsifierOptions& o) : TernGrad(SpValues(kName, keys(), o.params)) {}
 
 bulk::QuantSpec TernGrad::spec(const SelectContext& ctx) const {
   bulk::QuantSpec q;

@@ -62,11 +62,14 @@ class StochasticQuantizer : public Sparsifier {
 
 class Qsgd : public StochasticQuantizer {
  public:
-  // --sp levels (s) and chunk (QSGD's bucket size d), declared in sparsify/registry.cpp;
-  // the second form validates options against that declaration first.
+  static constexpr char kName[] = "qsgd";
+  // The --sp keys levels (s) and chunk (QSGD's bucket size d), which the registry row
+  // lists; the constructor reads their validated values (the second form validates
+  // options.params first).
+  static std::vector<SpKey> keys();
   explicit Qsgd(const SpValues& v);
   explicit Qsgd(const SparsifierOptions& o);
-  std::string name() const override { return "qsgd"; }
+  std::string name() const override { return kName; }
 
  protected:
   bulk::QuantSpec spec(const SelectContext& ctx) const override;
@@ -78,13 +81,15 @@ class Qsgd : public StochasticQuantizer {
 
 class TernGrad : public StochasticQuantizer {
  public:
+  static constexpr char kName[] = "terngrad";
   // --sp chunk: elements sharing one scale (0 = the whole bucket, TernGrad's per-layer
   // max when buckets are layers; the paper's scaler sharing across workers is not used).
   // --sp clip: c of the gradient clipping to c sigma (paper Sec. 3.3; 0 = off).
-  // Declared in sparsify/registry.cpp; the second form validates options first.
+  // keys() declares them for the registry row; the second form validates options first.
+  static std::vector<SpKey> keys();
   explicit TernGrad(const SpValues& v);
   explicit TernGrad(const SparsifierOptions& o);
-  std::string name() const override { return "terngrad"; }
+  std::string name() const override { return kName; }
 
  protected:
   bulk::QuantSpec spec(const SelectContext& ctx) const override;

@@ -2,7 +2,17 @@
 
 namespace st {
 
+namespace {
+constexpr char kItersKey[] = "iters";  // spelled once: keys() declares it, the constructor reads it
+}  // namespace
+
 RedSync::RedSync(int iters) : iters_(iters) {}
+
+std::vector<SpKey> RedSync::keys() {
+  return {whole(kItersKey, kIters, "[1, inf)", "bisection steps at most")};
+}
+
+RedSync::RedSync(const SpValues& v) : RedSync(static_cast<int>(v.get_int(kItersKey))) {}
 
 void RedSync::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                         DeviceSelection& out) {

@@ -8,6 +8,9 @@
 // Allgather-sum.
 #pragma once
 
+#include <vector>
+
+#include "sparsify/sp_keys.h"
 #include "sparsify/sparsifier.h"
 
 namespace st {
@@ -16,6 +19,9 @@ class RedSync : public Sparsifier {
  public:
   static constexpr int kIters = 20;  // resolves r to 1e-6 (--sp iters)
   explicit RedSync(int iters = kIters);
+  // The --sp key iters, which the registry row lists; the constructor reads its value.
+  static std::vector<SpKey> keys();
+  explicit RedSync(const SpValues& v);
   std::string name() const override { return "redsync"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   // Constant |x| (all zeros, say) has nothing above mean + r (max - mean).

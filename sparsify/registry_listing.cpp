@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sparsify/registry.h"
@@ -45,6 +46,13 @@ std::vector<std::string> devices(const SparsifierInfo& s) {
   return {"cpu"};
 }
 
+// The side inputs the training loop supplies (SideInputs): name and meaning.
+std::vector<std::pair<std::string, std::string>> side_inputs(const SparsifierInfo& s) {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  if (s.side_inputs.sq_grads) inputs.emplace_back("sq_grads", "per-sample squared-gradient sums");
+  return inputs;
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
@@ -63,6 +71,9 @@ std::string sparsifiers_listing(const std::vector<SparsifierInfo>& table) {
     out += indent + cite(s.paper) + "exchange: " + pattern_name(s.pattern()) +
            (s.partitioned() ? ", each rank in its own partition" : "") +
            "; devices: " + joined(devices(s)) + "\n";
+    if (!s.per_rank_state.empty()) out += indent + "per-rank state: " + s.per_rank_state + "\n";
+    for (const auto& [input, meaning] : side_inputs(s))
+      out += indent + "side input: " + meaning + " (" + input + ")\n";
     for (const SpKey& k : s.keys) {
       std::string pair = k.name + "=" + k.default_text();
       pair.resize(std::max<size_t>(pair.size() + 1, 16), ' ');
@@ -77,18 +88,30 @@ std::string sparsifiers_json(const std::vector<SparsifierInfo>& table) {
   for (const SparsifierInfo& s : table) {
     nlohmann::ordered_json keys = nlohmann::ordered_json::array();
     for (const SpKey& k : s.keys) keys.push_back(key_json(k));
+    std::vector<std::string> input_names;
+    for (const auto& input : side_inputs(s)) input_names.push_back(input.first);
     nlohmann::ordered_json paper = nullptr;
     if (!s.paper.authors.empty())
       paper = {{"authors", s.paper.authors}, {"venue", s.paper.venue}, {"year", s.paper.year}};
-    list.push_back({{"name", s.name},
-                    {"summary", s.summary},
-                    {"paper", paper},
-                    {"pattern", pattern_name(s.pattern())},
-                    {"partitioned", s.partitioned()},
-                    {"device", devices(s)},
-                    {"keys", keys}});
+    list.push_back(
+        {{"name", s.name},
+         {"summary", s.summary},
+         {"paper", paper},
+         {"pattern", pattern_name(s.pattern())},
+         {"partitioned", s.partitioned()},
+         {"device", devices(s)},
+         {"per_rank_state", s.per_rank_state.empty() ? nlohmann::ordered_json(nullptr)
+                                                     : nlohmann::ordered_json(s.per_rank_state)},
+         {"side_inputs", input_names},
+         {"keys", keys}});
   }
   return nlohmann::ordered_json{{"sparsifiers", list}}.dump(1) + "\n";
+}
+
+std::string sparsifier_flag_help(const std::vector<SparsifierInfo>& table) {
+  std::vector<std::string> names = {"none (plain dense allreduce)"};
+  for (const SparsifierInfo& s : table) names.push_back(s.name);
+  return "gradient sparsifier: " + joined(names) + " (`sparsetrain sparsifiers` describes them)";
 }
 
 }  // namespace st

@@ -1,26 +1,13 @@
 #include "sparsify/resplit.h"
 
 #include <set>
-#include <string_view>
 
 #include "core/error.h"
+#include "sparsify/registry.h"
 
 namespace st {
 
 namespace {
-
-// Methods whose rule state differs from rank to rank, and what it is. Their state could
-// only be re-split by a rule of the method's own (and is not); carrying one rank's copy
-// to another would pair it with a residual it does not describe.
-struct PerRankState {
-  std::string_view method;
-  std::string_view state;
-};
-constexpr PerRankState kPerRank[] = {
-    {"vgc", "a variance accumulator per element on each rank"},
-    {"sage", "a threshold adapted to each rank's own gradient"},
-    {"dgc", "momentum on each rank (--sp momentum > 0)"},
-};
 
 std::string world_change(size_t from, int to) {
   return "resume it on " + std::to_string(from) + " ranks, not " + std::to_string(to);
@@ -56,11 +43,17 @@ std::string resplit_refusal(const std::vector<HookState>& old, int new_world,
     if (h.method != method)
       return "the checkpoint's ranks hold the states of --sparsifier " + method + " and " +
              h.method;
-  for (const PerRankState& p : kPerRank) {
-    if (p.method != method) continue;
+  // Rule state that differs from rank to rank (the row's per_rank_state) could only be
+  // re-split by a rule of the method's own (and is not); carrying one rank's copy to
+  // another would pair it with a residual it does not describe.
+  const SparsifierInfo* row = find_sparsifier(method);
+  if (!row)
+    return "the checkpoint holds the state of --sparsifier " + method +
+           ", which this program does not know";
+  if (!row->per_rank_state.empty()) {
     for (const HookState& h : old)
       if (h.rule != fresh_rule)
-        return "--sparsifier " + method + " keeps " + std::string(p.state) +
+        return "--sparsifier " + method + " keeps " + row->per_rank_state +
                ", which cannot be re-split: " + world_change(old.size(), new_world);
     return "";
   }

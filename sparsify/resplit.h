@@ -10,9 +10,10 @@
 //   rule      old rank 0's rule state, for methods whose rule state is the same on every
 //             rank (thresholds, stage counts, PowerSGD's Q); the sparsifier's load_state
 //             sees StateReader::new_world() and rebuilds what depends on the world size
-//             (MiCRO's and ExDyna's partitions). Methods that keep per-rank rule state
-//             (VGC's variances, SAGE's thresholds, DGC's momentum) are refused, unless that
-//             state is still empty.
+//             (MiCRO's and ExDyna's partitions). Methods whose registry row declares
+//             per-rank rule state (SparsifierInfo::per_rank_state: VGC's variances,
+//             SAGE's thresholds, DGC's momentum) are refused, unless that state is still
+//             empty; so is a method this program does not know.
 #pragma once
 
 #include <cstdint>

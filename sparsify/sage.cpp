@@ -8,7 +8,29 @@
 
 namespace st {
 
+namespace {
+// The --sp keys, spelled once: keys() declares them, options_from() reads them.
+constexpr char kSlovinE[] = "slovin_e", kBand[] = "band", kDown[] = "down", kUp[] = "up";
+}  // namespace
+
 Sage::Sage(const SageOptions& options) : opt_(options) {}
+
+std::vector<SpKey> Sage::keys() {
+  const SageOptions o;
+  return {real(kSlovinE, o.slovin_e, "(0, 1)", "margin of error of Slovin's sample size"),
+          real(kBand, o.band, "(1, inf)", "gamma acts when d_exam / d leaves [1/band, band]"),
+          real(kDown, o.down, "(0, inf)", "gamma below the band"),
+          real(kUp, o.up, "(0, inf)", "gamma above the band")};
+}
+
+SageOptions Sage::options_from(const SpValues& v) {
+  SageOptions o;
+  o.slovin_e = v.get(kSlovinE);
+  o.band = v.get(kBand);
+  o.down = v.get(kDown);
+  o.up = v.get(kUp);
+  return o;
+}
 
 int64_t Sage::sample_size(int64_t n, double e) {
   const double s = static_cast<double>(n) / (1.0 + static_cast<double>(n) * e * e);

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
+#include "sparsify/sp_keys.h"
 #include "sparsify/sparsifier.h"
 
 namespace st {
@@ -30,6 +32,10 @@ struct SageOptions {
 class Sage : public Sparsifier {
  public:
   explicit Sage(const SageOptions& options);
+  // The --sp keys slovin_e, band, down, up (defaults: SageOptions), which the registry row
+  // lists, and the options from their validated values.
+  static std::vector<SpKey> keys();
+  static SageOptions options_from(const SpValues& v);
   std::string name() const override { return "sage"; }
   ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
   bool sends_at_least_one() const override { return false; }

@@ -4,22 +4,41 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "sparsify/registry.h"
 
 namespace st {
+
+namespace {
+// The --sp keys, spelled once: keys() declares them, from() reads them.
+constexpr char kStages[] = "stages", kAdapt[] = "adapt", kEvery[] = "every", kBand[] = "band";
+}  // namespace
+
+std::vector<SpKey> Sidco::keys() {
+  const Options o;
+  SpKey adapt = whole(kAdapt, o.adapt, "[-1, 1]",
+                      "stage-count adaptation: 1 raises M on over-selection, -1 the reverse, "
+                      "0 fixed, auto turns round per bucket");
+  adapt.words = {{"auto", kAuto}};
+  return {
+      whole(kStages, o.stages, "[0, inf)",
+            "initial number of stages M (0: every stage keeps 0.25, M follows from d)"),
+      adapt,
+      whole(kEvery, o.every, "[1, inf)", "exchanges of a bucket between adaptations"),
+      real(kBand, o.band, "(0, 1)", "tolerated deviation of achieved / target"),
+  };
+}
 
 Sidco::Options Sidco::from(const SpValues& v, sidco::Variant variant) {
   Options r;
   r.variant = variant;
-  r.stages = static_cast<int>(v.get_int("stages"));
-  r.adapt = static_cast<int>(v.get_int("adapt"));  // "auto" reads as kAuto
-  r.every = static_cast<int>(v.get_int("every"));
-  r.band = v.get("band");
+  r.stages = static_cast<int>(v.get_int(kStages));
+  r.adapt = static_cast<int>(v.get_int(kAdapt));  // "auto" reads as kAuto
+  r.every = static_cast<int>(v.get_int(kEvery));
+  r.band = v.get(kBand);
   return r;
 }
 
 Sidco::Options Sidco::from(const SparsifierOptions& o, sidco::Variant variant) {
-  return from(sp_values(method_name(variant), o), variant);
+  return from(SpValues(method_name(variant), keys(), o.params), variant);
 }
 
 std::string Sidco::method_name(sidco::Variant variant) {

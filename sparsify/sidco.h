@@ -21,6 +21,8 @@
 #pragma once
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include "sparsify/sidco_fit.h"
 #include "sparsify/sp_keys.h"
@@ -38,8 +40,10 @@ class Sidco : public Sparsifier {
     int every = 5;      // exchanges per adaptation window
     double band = 0.2;  // tolerated |achieved/target - 1|
   };
-  // From --sp stages, adapt, every, band (declared in sparsify/registry.cpp); the second
-  // form validates options against that declaration first.
+  // The --sp keys stages, adapt, every, band (defaults: Options), which the registry rows
+  // of the three variants list, and the options from their validated values; the second
+  // form validates options.params against keys() first.
+  static std::vector<SpKey> keys();
   static Options from(const SpValues& v, sidco::Variant variant);
   static Options from(const SparsifierOptions& o, sidco::Variant variant);
   // The registry name of a variant: sidco-e, sidco-p, sidco-gp.

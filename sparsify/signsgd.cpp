@@ -6,7 +6,16 @@ namespace st {
 
 using bulk::Elem;
 
-SignSgd::SignSgd(const SpValues& v) : per_tensor_(v.get_bool("per_tensor")) {}
+namespace {
+constexpr char kPerTensor[] =
+    "per_tensor";  // spelled once: keys() declares it, the constructor reads it
+}  // namespace
+
+std::vector<SpKey> SignSgd::keys() {
+  return {flag(kPerTensor, true, "one scale per tensor, as the reference code (off: per bucket)")};
+}
+
+SignSgd::SignSgd(const SpValues& v) : per_tensor_(v.get_bool(kPerTensor)) {}
 
 std::vector<int64_t> SignSgd::groups(const SelectContext& ctx) const {
   if (per_tensor_ && !ctx.segments.empty()) return ctx.segments;

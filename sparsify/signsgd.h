@@ -8,6 +8,8 @@
 // messages (AllgatherSum with the packed wire format, like QSGD and TernGrad).
 #pragma once
 
+#include <vector>
+
 #include "sparsify/sp_keys.h"
 #include "sparsify/sparsifier.h"
 
@@ -15,6 +17,8 @@ namespace st {
 
 class SignSgd : public Sparsifier {
  public:
+  // The --sp key per_tensor, which the registry row lists; the constructor reads it.
+  static std::vector<SpKey> keys();
   explicit SignSgd(const SpValues& v);
   std::string name() const override { return "signsgd"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }

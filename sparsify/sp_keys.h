@@ -1,6 +1,6 @@
-// The --sp keys of a sparsifier: each declared once (default, allowed values, meaning) in
-// its registry row. The registry checks the command line's key=value pairs against them
-// (SpValues) and prints the listing, the JSON and the docs table from them.
+// The --sp keys of a sparsifier: each declared once (default, allowed values, meaning) in the
+// method's keys(), which its registry row lists. The registry checks key=value pairs against
+// them (SpValues) and prints the listing, the JSON and the docs table from them.
 #pragma once
 
 #include <cstdint>

@@ -161,9 +161,6 @@ class Sparsifier {
   virtual void load_state(StateReader& /*in*/) {}
 
   // --- Optional extensions (AllgatherSum only); the defaults keep plain behaviour. ---
-  // Reads per-sample squared-gradient sums from SelectContext::aux (VGC): the trainer
-  // then enables them on the layers and installs the hook's aux provider.
-  virtual bool uses_sq_grads() const { return false; }
   // Packed wire format: select() fills Selection::packed; unpack() turns one rank's
   // message (`words` 32-bit words) back into (index, dequantised value) pairs.
   virtual bool packs() const { return false; }

@@ -5,17 +5,25 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "sparsify/registry.h"
 
 namespace st {
 
-Vgc::Vgc(const SpValues& v)
-    : alpha_(v.get("alpha")),
-      zeta_(v.get("zeta")),
-      tau_(v.get("tau")),
-      batch_(v.get_int("batch")) {}
+namespace {
+// The --sp keys, spelled once: keys() declares them, the constructor reads them.
+constexpr char kAlpha[] = "alpha", kZeta[] = "zeta", kTau[] = "tau", kBatch[] = "batch";
+}  // namespace
 
-Vgc::Vgc(const SparsifierOptions& o) : Vgc(sp_values("vgc", o)) {}
+std::vector<SpKey> Vgc::keys() {
+  return {real(kAlpha, 1.5, "(0, inf)", "send when r^2 > alpha v (the paper: 1 to 2)"),
+          real(kZeta, 0.999, "(0, 1]", "decay of unsent variance"),
+          real(kTau, 0, "[0, inf)", "optional threshold on |r| (0 = off)"),
+          whole(kBatch, 32, "[1, inf)", "B when the layers give no per-sample sums")};
+}
+
+Vgc::Vgc(const SpValues& v)
+    : alpha_(v.get(kAlpha)), zeta_(v.get(kZeta)), tau_(v.get(kTau)), batch_(v.get_int(kBatch)) {}
+
+Vgc::Vgc(const SparsifierOptions& o) : Vgc(SpValues(kName, keys(), o.params)) {}
 
 int Vgc::index_bits(int64_t n) {
   int b = 1;

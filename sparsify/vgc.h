@@ -39,14 +39,15 @@ namespace st {
 
 class Vgc : public Sparsifier {
  public:
-  // --sp alpha, zeta, tau, batch (declared in sparsify/registry.cpp); the second form
-  // validates options against that declaration first.
+  static constexpr char kName[] = "vgc";
+  // The --sp keys alpha, zeta, tau, batch, which the registry row lists; the constructor
+  // reads their validated values (the second form validates options.params first).
+  static std::vector<SpKey> keys();
   explicit Vgc(const SpValues& v);
   explicit Vgc(const SparsifierOptions& o);
-  std::string name() const override { return "vgc"; }
+  std::string name() const override { return kName; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   bool sends_at_least_one() const override { return false; }
-  bool uses_sq_grads() const override { return true; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
   bool device_ready() const override { return true; }

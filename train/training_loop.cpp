@@ -25,6 +25,7 @@
 #include "layers/flat_params.h"
 #include "optim/clip.h"
 #include "optim/make_optimizer.h"
+#include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "sparsify/vgc.h"
 #include "train/config_check.h"
@@ -334,7 +335,7 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
       trace_(comm.rank()) {
   broadcast_model(task_.model(), flat_, comm_);
   std::shared_ptr<BucketHook> hook = make_exchange_hook(c_, sparsify_);
-  if (sparsify_ && sparsify_->sparsifier().uses_sq_grads()) {
+  if (sparsify_ && sparsifier_uses_sq_grads(c_.sparsifier)) {
     check_sq_grad_support(flat_, c_.sparsifier);
     sq_grads_ = std::make_unique<SqGradients>(flat_, c_.batch_size * c_.accum_steps);
     sparsify_->set_aux_provider(sq_grads_->provider());

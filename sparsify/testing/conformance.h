@@ -2,7 +2,9 @@
 // or added by a program through register_sparsifier) runs through SparsifyHook on the CPU
 // implementation of bulk::Ops for a few steps on two buckets, on every rank of a
 // communicator, and every property the exchange promises is checked
-// (docs/ALGORITHMS.md, "Notation and shared machinery"):
+// (docs/ALGORITHMS.md, "Notation and shared machinery"). The side inputs the method's
+// registry row asks for are supplied as the training loop would (squared gradients: each
+// rank's step is one sample, so g^2):
 //   - the averaged update is identical on every rank and equals the dense reference
 //     computed from the ranks' contributions (x - residual after the exchange);
 //   - union-style patterns contribute x at every result position and nothing elsewhere;

@@ -1,8 +1,9 @@
 // The conformance suite every sparsifier passes, through SparsifyHook on the CPU
 // implementation of bulk::Ops, on 1 process and under mpirun with 2 and 4 ranks.
 // The checks themselves are the installed helper sparsify/testing/conformance.h (listed
-// there); this suite runs them for every built-in method. Adding a sparsifier = one line in
-// kMethods.
+// there); this suite runs them for every row of the registry, so a new method's row is
+// enough to bring it here. Methods that ignore --density run at the default 0.01 too; the
+// helper supplies the side inputs a row asks for (VGC's squared gradients).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,51 +20,18 @@
 namespace st::test {
 namespace {
 
-struct Method {
-  const char* name;
-  double density;
-  std::map<std::string, std::string> params;
-};
-
-const Method kMethods[] = {
-    {"dense", 1.0, {}},
-    {"topk", 0.01, {}},
-    {"gtopk", 0.01, {}},
-    {"micro", 0.01, {}},
-    {"exdyna", 0.01, {}},
-    {"sidco-e", 0.01, {}},  // fitted thresholds, variance rule, transforms, quantisers
-    {"sidco-p", 0.01, {}},
-    {"sidco-gp", 0.01, {}},
-    {"vgc", 0.01, {{"batch", "1"}}},  // g^2 / B fallback with B = 1: v ~ g^2
-    {"fft", 0.01, {}},
-    {"qsgd", 1.0, {}},
-    {"terngrad", 1.0, {}},
-    {"cltk", 0.01, {}},  // the baselines from here on
-    {"randomk", 0.01, {}},
-    {"hard_threshold", 0.01, {}},
-    {"gaussiank", 0.01, {}},
-    {"dgc", 0.01, {}},
-    {"redsync", 0.01, {}},
-    {"sage", 0.01, {}},
-    {"powersgd", 0.01, {}},  // low rank: two allreduces, decoded own contribution
-    {"signsgd", 1.0, {}},    // 1 bit per element, packed
-};
-
 Communicator& world() {
   static std::unique_ptr<Communicator> comm = make_communicator("auto");
   return *comm;
 }
 
-class Conformance : public ::testing::TestWithParam<Method> {};
+class Conformance : public ::testing::TestWithParam<std::string> {};
 
 // Every property is checked on every rank by the installed helper
 // (sparsify/testing/conformance.h), which out-of-tree methods run too.
 TEST_P(Conformance, ErrorFeedbackDensityAndRankAgreement) {
-  const Method& m = GetParam();
   conformance::Case c;
-  c.method = m.name;
-  c.density = m.density;
-  c.params = m.params;
+  c.method = GetParam();
   const conformance::Report report = conformance::check_conformance(c, world());
   EXPECT_TRUE(report.passed()) << report.summary();
   // Two buckets over eight steps: well over a hundred properties each.
@@ -124,9 +92,10 @@ TEST(ConformanceHelper, ReportsFailuresWithTheMethodName) {
   EXPECT_THROW(conformance::check_conformance(bad, world()), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sparsifiers, Conformance, ::testing::ValuesIn(kMethods),
-                         [](const ::testing::TestParamInfo<Method>& info) {
-                           std::string s = info.param.name;
+// Every row: built in, and any a linked file registered before main.
+INSTANTIATE_TEST_SUITE_P(Sparsifiers, Conformance, ::testing::ValuesIn(sparsifier_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });

@@ -2,25 +2,35 @@
 // validation, the listing and the JSON all read.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "sparsify/fft.h"
 #include "sparsify/micro.h"
+#include "sparsify/quantizers.h"
 #include "sparsify/registry.h"
+#include "sparsify/sidco.h"
+#include "sparsify/vgc.h"
 
 namespace st::test {
 namespace {
+
+// The message of the Error that `build` throws ("" if none).
+std::string thrown_by(const std::function<void()>& build) {
+  try {
+    build();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // The message of the Error that building `name` with `params` throws ("" if none).
 std::string error_of(const SparsifierInfo& info, std::map<std::string, std::string> params) {
   SparsifierOptions o;
   o.params = std::move(params);
-  try {
-    info.build(o);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return thrown_by([&] { info.build(o); });
 }
 
 std::string error_of(const std::string& name, std::map<std::string, std::string> params) {
@@ -148,6 +158,68 @@ TEST(SparsifierRegistry, RangesParseAndPrintInIntervalNotation) {
   EXPECT_THROW(SpRange::parse("(1, 0)"), Error);
   EXPECT_EQ(number_text(1.00125), "1.00125");
   EXPECT_EQ(flag("f", true, "").default_text(), "1");
+}
+
+// Per-rank state and side inputs are properties of the row, and the JSON and the listing
+// print them: VGC, SAGE and DGC keep rank-local rule state, only VGC reads squared gradients.
+TEST(SparsifierRegistry, RowsDeclarePerRankStateAndSideInputs) {
+  const auto list = nlohmann::json::parse(sparsifiers_json()).at("sparsifiers");
+  ASSERT_EQ(list.size(), sparsifiers().size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const SparsifierInfo& info = sparsifiers()[i];
+    SCOPED_TRACE(info.name);
+    const bool per_rank = info.name == "vgc" || info.name == "sage" || info.name == "dgc";
+    EXPECT_EQ(info.per_rank_state.empty(), !per_rank);
+    EXPECT_EQ(list[i].at("per_rank_state").is_null(), !per_rank);
+    if (per_rank) {
+      EXPECT_EQ(list[i].at("per_rank_state"), info.per_rank_state);
+    }
+    EXPECT_EQ(info.side_inputs.sq_grads, info.name == "vgc");
+    EXPECT_EQ(sparsifier_uses_sq_grads(info.name), info.name == "vgc");
+    EXPECT_EQ(
+        list[i].at("side_inputs").get<std::vector<std::string>>(),
+        info.name == "vgc" ? std::vector<std::string>{"sq_grads"} : std::vector<std::string>{});
+  }
+  const std::string vgc = sparsifiers_listing({sparsifier_info("vgc")});
+  EXPECT_TRUE(has(vgc, "per-rank state: a variance accumulator per element on each rank")) << vgc;
+  EXPECT_TRUE(has(vgc, "side input: per-sample squared-gradient sums (sq_grads)")) << vgc;
+  const std::string topk = sparsifiers_listing({sparsifier_info("topk")});
+  EXPECT_FALSE(has(topk, "per-rank state") || has(topk, "side input")) << topk;
+  EXPECT_THROW(sparsifier_uses_sq_grads("no-such-method"), Error);
+  EXPECT_EQ(find_sparsifier("no-such-method"), nullptr);
+  EXPECT_EQ(find_sparsifier("vgc"), &sparsifier_info("vgc"));
+}
+
+// The --sparsifier help names every row.
+TEST(SparsifierRegistry, FlagHelpNamesEveryMethod) {
+  const std::string help = sparsifier_flag_help();
+  EXPECT_TRUE(has(help, "none (plain dense allreduce)")) << help;
+  for (const std::string& name : sparsifier_names()) EXPECT_TRUE(has(help, name)) << name;
+}
+
+// The classes that also construct from SparsifierOptions validate against the keys their
+// rows list (the method's keys()), with the registry's message, without a registry lookup.
+TEST(SparsifierRegistry, DirectConstructorsCheckTheRowsKeys) {
+  SparsifierOptions bad;
+  bad.params = {{"nonsense", "1"}};
+  const struct {
+    const char* method;
+    std::function<void()> build;
+  } cases[] = {
+      {"vgc", [&] { Vgc v(bad); }},
+      {"fft", [&] { FftSparsifier f(bad); }},
+      {"qsgd", [&] { Qsgd q(bad); }},
+      {"terngrad", [&] { TernGrad t(bad); }},
+      {"sidco-p", [&] { Sidco::from(bad, sidco::Variant::P); }},
+  };
+  for (const auto& c : cases) {
+    const std::string direct = thrown_by(c.build);
+    EXPECT_FALSE(direct.empty()) << c.method;
+    EXPECT_EQ(direct, error_of(c.method, bad.params)) << c.method;
+    EXPECT_TRUE(has(direct, std::string("not a parameter of --sparsifier ") + c.method)) << direct;
+  }
+  EXPECT_EQ(Vgc::keys().size(), sparsifier_info("vgc").keys.size());
+  EXPECT_EQ(Sidco::keys().size(), sparsifier_info("sidco-gp").keys.size());
 }
 
 // A method registered from outside the tree gets the built-in rows' treatment: its keys

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "sparsify/registry.h"
 
 namespace st {
 namespace {
@@ -129,6 +130,31 @@ TEST(Resplit, RefusesPerRankRuleStateOnceItHasStarted) {
   // Before its first selection the state is the fresh one on every rank: nothing to split.
   for (HookState& h : old) h.rule = fresh;
   EXPECT_EQ(resplit_refusal(old, 4, fresh), "");
+}
+
+// Which methods keep per-rank state is their registry row's per_rank_state, and the
+// refusal quotes it; a method this program does not know is refused too.
+TEST(Resplit, PerRankStateComesFromTheRegistryRow) {
+  auto old = old_states(2, 4, 4);
+  int per_rank = 0;
+  for (const SparsifierInfo& row : sparsifiers()) {
+    for (HookState& h : old) h.method = row.name;
+    const std::string line = resplit_refusal(old, 4, {9});
+    SCOPED_TRACE(row.name + ": " + line);
+    if (row.per_rank_state.empty()) {
+      EXPECT_EQ(line, "");
+    } else {
+      ++per_rank;
+      EXPECT_NE(line.find("--sparsifier " + row.name + " keeps " + row.per_rank_state +
+                          ", which cannot be re-split"),
+                std::string::npos);
+    }
+  }
+  EXPECT_EQ(per_rank, 3);  // vgc, sage, dgc
+  for (HookState& h : old) h.method = "no-such-method";
+  EXPECT_NE(resplit_refusal(old, 4, {})
+                .find("--sparsifier no-such-method, which this program does not know"),
+            std::string::npos);
 }
 
 TEST(Resplit, RefusesRuleStateThatDiffersBetweenRanks) {

@@ -12,7 +12,7 @@
 #include "layers/layer.h"
 #include "train/loss_scaler.h"
 #include "train/metrics.h"
-#include "train/trainer.h"
+#include "train/config.h"
 
 namespace st {
 

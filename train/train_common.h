@@ -13,7 +13,7 @@
 #include "sparsify/sparsify_hook.h"
 #include "train/metrics.h"
 #include "train/trace.h"  // the loops' trace helpers (trace_reducer_timeline, ...)
-#include "train/trainer.h"
+#include "train/config.h"
 
 namespace st {
 

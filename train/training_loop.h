@@ -23,7 +23,7 @@
 #include "layers/layer.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
-#include "train/trainer.h"
+#include "train/config.h"
 
 namespace st {
 

@@ -61,8 +61,10 @@ void check_sparsifier_device(const TrainConfig& c) {
 
 // --precision and --comm-dtype: what each combination can honestly do.
 void check_precision(const TrainConfig& c) {
-  const Precision p = parse_precision(c.precision, "--precision");
-  const Precision wire = parse_precision(c.comm_dtype, "--comm-dtype");
+  const Precision p =
+      parse_precision(c.precision, flag_label(flag_of(&TrainConfig::precision)).c_str());
+  const Precision wire =
+      parse_precision(c.comm_dtype, flag_label(flag_of(&TrainConfig::comm_dtype)).c_str());
   ST_CHECK(p == Precision::F32 || c.arch != "lstm", "--precision ", c.precision,
            " applies to the image models (Conv2d and Linear layers); --arch lstm trains in fp32");
   // An overflowed fp16 step is skipped, but a sparsifier would already have put its inf

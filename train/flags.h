@@ -67,7 +67,7 @@ enum class SavedText { fixed, shortest };
 enum class OnResume { free, same, same_mid_epoch };
 
 struct FlagRow {
-  std::string names;  // as CLI11 takes them: "-b,--batch-size"
+  std::string names;  // as CLI11 takes them: -b,--batch-size
   FlagField field;
   std::string help;
   bool show_default = true;  // --help prints the field's initial value
@@ -102,8 +102,8 @@ void visit_field(const FlagField& field, Config& c, Fn&& fn) {
 
 // The table, in the order --help lists the flags.
 const std::vector<FlagRow>& train_flags();
-// The flag as messages name it: "-b/--batch-size" (a short first name joins the long
-// one), else the first name ("--wd", "--arch").
+// The flag as messages name it: -b/--batch-size (a short first name joins the long
+// one), else the first name (--wd for --wd,--weight-decay).
 std::string flag_label(const FlagRow& row);
 // The row of a field; throws when no flag sets it.
 const FlagRow& flag_of(const FlagField& field);

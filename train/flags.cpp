@@ -22,10 +22,8 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-// The table. Rows follow the order of --help; a field's default is its initialiser in
-// train/config.h.
-std::vector<FlagRow> make_table() {
-  const TrainConfig d;
+// What is trained on: the model and the data (`eval` takes them too).
+std::vector<FlagRow> data_rows() {
   return {
       {.names = "--arch,-a",
        .field = &TrainConfig::arch,
@@ -76,6 +74,12 @@ std::vector<FlagRow> make_table() {
        .eval_too = true,
        .range = at_least(0),
        .agree = Agree::value},
+  };
+}
+
+// Batch size, threads, device, seed, evaluation (`eval` takes them too).
+std::vector<FlagRow> process_rows() {
+  return {
       {.names = "-b,--batch-size",
        .field = &TrainConfig::batch_size,
        .help = "mini-batch size per process",
@@ -119,6 +123,13 @@ std::vector<FlagRow> make_table() {
        .help = "load a checkpoint that holds tensors which are neither this model's nor "
                "trainer state (PyTorch's strict=False); without it they are an error",
        .eval_too = true},
+  };
+}
+
+// The training split, length, batches per step and the optimiser.
+std::vector<FlagRow> optimisation_rows() {
+  const TrainConfig d;
+  return {
       {.names = "--train-subset",
        .field = &TrainConfig::train_subset,
        .help = "use only the first N training examples (0 = all)",
@@ -174,6 +185,12 @@ std::vector<FlagRow> make_table() {
        .range = in_range(0, false, 1, true),
        .agree = Agree::value,
        .lm_default = "0"},
+  };
+}
+
+// Weight decay, the LR schedule, clipping, arithmetic, augmentation, the stop.
+std::vector<FlagRow> update_rows() {
+  return {
       {.names = "--wd,--weight-decay",
        .field = &TrainConfig::weight_decay,
        .help = "weight decay",
@@ -233,6 +250,12 @@ std::vector<FlagRow> make_table() {
        .show_default = false,
        .range = at_least(0),
        .agree = Agree::value},
+  };
+}
+
+// What a run writes and reads: --out, resume, metrics, checkpoints.
+std::vector<FlagRow> output_rows() {
+  return {
       {.names = "--out,-o",
        .field = &TrainConfig::out,
        .help = "output folder: checkpoint, metrics, config"},
@@ -265,6 +288,12 @@ std::vector<FlagRow> make_table() {
        .field = &TrainConfig::check_flags,
        .help = "check the flags and --sp keys as a run does at its start, then exit (0: they "
                "are valid; nothing is read or written)"},
+  };
+}
+
+// The gradient exchange: backend, buckets, BatchNorm, sparsifier, trace.
+std::vector<FlagRow> exchange_rows() {
+  return {
       {.names = "--comm",
        .field = &TrainConfig::comm,
        .help = "communication backend: auto, mpi, nccl, local",
@@ -331,7 +360,12 @@ std::vector<FlagRow> make_table() {
        .help = "iterations in the trace (after 5 warm-up)",
        .range = at_least(1),
        .agree = Agree::value},
-      // The LSTM language model (--arch lstm).
+  };
+}
+
+// The LSTM language model (--arch lstm).
+std::vector<FlagRow> lm_rows() {
+  return {
       {.names = "--layers",
        .field = &LmOptions::layers,
        .help = "LSTM layers (--arch lstm)",
@@ -369,6 +403,16 @@ std::vector<FlagRow> make_table() {
        .saved_as = "lm_tied",
        .saved_by = SavedBy::lm},
   };
+}
+
+// The table. Rows follow the order of --help; a field's default is its initialiser in
+// train/config.h.
+std::vector<FlagRow> make_table() {
+  std::vector<FlagRow> table;
+  for (auto rows : {data_rows, process_rows, optimisation_rows, update_rows, output_rows,
+                    exchange_rows, lm_rows})
+    for (FlagRow& row : rows()) table.push_back(std::move(row));
+  return table;
 }
 
 // "20", "0.25", "plateau" into the field's type (the lm_default column).

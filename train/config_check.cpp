@@ -83,7 +83,7 @@ void check_precision(const TrainConfig& c) {
 void apply_optimizer_defaults(TrainConfig& c, const FlagGiven& given) {
   if (given(flag_of(&TrainConfig::weight_decay))) return;
   if (c.optimizer == "adam") c.weight_decay = 0.0f;
-  if (c.optimizer == "adamw") c.weight_decay = 0.01f;
+  if (c.optimizer == "adamw") c.weight_decay = static_cast<float>(kAdamwWeightDecay);
 }
 
 void check_config(const TrainConfig& c) {

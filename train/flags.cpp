@@ -155,7 +155,8 @@ std::vector<FlagRow> optimisation_rows() {
       {.names = "--optimizer",
        .field = &TrainConfig::optimizer,
        .help = "sgd, adam or adamw (PyTorch's semantics; adam/adamw take --betas, --eps, and "
-               "--wd as L2 (adam) or decoupled decay (adamw, default 0.01))",
+               "--wd as L2 (adam) or decoupled decay (adamw, default " +
+               number_text(kAdamwWeightDecay) + "))",
        .choices = {"sgd", "adam", "adamw"},
        .agree = Agree::value,
        .saved_as = "optimizer",
@@ -190,6 +191,7 @@ std::vector<FlagRow> optimisation_rows() {
 
 // Weight decay, the LR schedule, clipping, arithmetic, augmentation, the stop.
 std::vector<FlagRow> update_rows() {
+  const std::string lm_clip = "0.25";  // the PyTorch word_language_model example's
   return {
       {.names = "--wd,--weight-decay",
        .field = &TrainConfig::weight_decay,
@@ -218,14 +220,14 @@ std::vector<FlagRow> update_rows() {
        .agree = Agree::value},
       {.names = "--clip",
        .field = &TrainConfig::clip,
-       .help = "clip the global gradient norm to this (0 = off; --arch lstm: 0.25, each "
-               "rank's gradient before the exchange)",
+       .help = "clip the global gradient norm to this (0 = off; --arch lstm: " + lm_clip +
+               ", each rank's gradient before the exchange)",
        .show_default = false,
        .range = at_least(0),
        .agree = Agree::value,
        .saved_as = "clip",
        .saved_by = SavedBy::lm,
-       .lm_default = "0.25"},
+       .lm_default = lm_clip},
       {.names = "--precision",
        .field = &TrainConfig::precision,
        .help = "Conv2d/Linear arithmetic: fp32, bf16 (oneDNN bf16 kernels on the CPU) or fp16 "

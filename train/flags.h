@@ -110,6 +110,9 @@ const FlagRow& flag_of(const FlagField& field);
 // The flag's value as the rank-agreement check compares and prints it.
 std::string flag_value_text(const FlagRow& row, const TrainConfig& c);
 
+// --wd under --optimizer adamw when not given (PyTorch's AdamW default; adam's is 0).
+inline constexpr double kAdamwWeightDecay = 0.01;
+
 // Whether the command line gave a flag.
 using FlagGiven = std::function<bool(const FlagRow&)>;
 // The language model's defaults (the `lm_default` column) for the flags not given.

@@ -447,7 +447,7 @@ void check_number(const std::string& flag, T value, const FlagRange& r) {
   } else {
     const double v = value;
     const bool finite = std::isfinite(v);
-    if (r.max < 1e300 && !r.open_max) {
+    if (std::isfinite(r.max) && !r.open_max) {
       ST_CHECK(finite && (r.open_min ? v > r.min : v >= r.min) && v <= r.max, flag, " must be in ",
                r.open_min ? "(" : "[", r.min, ", ", r.max, "], got ", v);
       return;
@@ -504,10 +504,10 @@ std::string field_text(const FlagRow& row, const TrainConfig& c, const char* flo
 }  // namespace
 
 FlagRange at_least(double min) {
-  return {min, false, 1e300, false};
+  return {min, false, FlagRange::kUnbounded, false};
 }
 FlagRange above(double min) {
-  return {min, true, 1e300, false};
+  return {min, true, FlagRange::kUnbounded, false};
 }
 FlagRange in_range(double min, bool open_min, double max, bool open_max) {
   return {min, open_min, max, open_max};

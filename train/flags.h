@@ -7,8 +7,10 @@
 // run metadata and the language model's defaults; a new flag is a field and a row.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <type_traits>
@@ -42,11 +44,12 @@ using FlagField =
 // `max` is finite, at most `max` (below it when `open_max`). Floating-point values must
 // also be finite.
 struct FlagRange {
-  double min = -1e300;
+  static constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+  double min = -kUnbounded;
   bool open_min = false;
-  double max = 1e300;
+  double max = kUnbounded;
   bool open_max = false;
-  bool checked() const { return min > -1e300 || max < 1e300; }
+  bool checked() const { return std::isfinite(min) || std::isfinite(max); }
 };
 FlagRange at_least(double min);
 FlagRange above(double min);

@@ -15,10 +15,10 @@ namespace {
 std::string error_of(const std::function<void()>& fn) {
   try {
     fn();
+    return "";
   } catch (const Error& e) {
     return e.what();
   }
-  return "";
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {

@@ -11,8 +11,8 @@ namespace st {
 
 class Communicator;
 
-// PyTorch's weight decay defaults for --optimizer adam (0) and adamw (0.01) when --wd was
-// not given (`given(flag)` false); SGD keeps the project's default.
+// PyTorch's weight decay defaults for --optimizer adam (0) and adamw (kAdamwWeightDecay)
+// when --wd was not given; SGD keeps the project's default.
 void apply_optimizer_defaults(TrainConfig& c, const FlagGiven& given);
 
 // Throws st::Error naming the first flag whose value is out of range.

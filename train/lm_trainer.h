@@ -17,7 +17,6 @@
 #include <string>
 
 #include "train/config.h"
-#include "train/trainer.h"
 
 namespace st {
 

@@ -20,16 +20,6 @@ namespace {
 const std::vector<std::string> kTextDatasets = {"fortunes", "ptb", "wikitext2", "wikitext-2",
                                                 "text"};
 
-template <typename T>
-void check_at_least(const char* flag, T value, T min) {
-  ST_CHECK(value >= min, flag, " must be at least ", min, ", got ", value);
-}
-
-void check_finite(const char* flag, double value, double min, bool strict = false) {
-  ST_CHECK(std::isfinite(value) && (strict ? value > min : value >= min), flag, " must be ",
-           strict ? "greater than " : "at least ", min, " and finite, got ", value);
-}
-
 bool contains(const std::vector<std::string>& v, const std::string& x) {
   for (const std::string& s : v)
     if (s == x) return true;
@@ -40,12 +30,6 @@ std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
 }
 
 // 32-bit FNV-1a: enough to tell two flag values apart across ranks.
@@ -77,8 +61,10 @@ void check_sparsifier_device(const TrainConfig& c) {
 
 // --precision and --comm-dtype: what each combination can honestly do.
 void check_precision(const TrainConfig& c) {
-  const Precision p = parse_precision(c.precision, "--precision");
-  const Precision wire = parse_precision(c.comm_dtype, "--comm-dtype");
+  const Precision p =
+      parse_precision(c.precision, flag_label(flag_of(&TrainConfig::precision)).c_str());
+  const Precision wire =
+      parse_precision(c.comm_dtype, flag_label(flag_of(&TrainConfig::comm_dtype)).c_str());
   ST_CHECK(p == Precision::F32 || c.arch != "lstm", "--precision ", c.precision,
            " applies to the image models (Conv2d and Linear layers); --arch lstm trains in fp32");
   // An overflowed fp16 step is skipped, but a sparsifier would already have put its inf
@@ -94,10 +80,10 @@ void check_precision(const TrainConfig& c) {
 
 }  // namespace
 
-void apply_optimizer_defaults(TrainConfig& c, const std::function<bool(const char*)>& given) {
-  if (given("--wd")) return;
+void apply_optimizer_defaults(TrainConfig& c, const FlagGiven& given) {
+  if (given(flag_of(&TrainConfig::weight_decay))) return;
   if (c.optimizer == "adam") c.weight_decay = 0.0f;
-  if (c.optimizer == "adamw") c.weight_decay = 0.01f;
+  if (c.optimizer == "adamw") c.weight_decay = static_cast<float>(kAdamwWeightDecay);
 }
 
 void check_config(const TrainConfig& c) {
@@ -105,37 +91,7 @@ void check_config(const TrainConfig& c) {
   const std::vector<std::string>& datasets = lm ? kTextDatasets : dataset_names();
   ST_CHECK(contains(datasets, c.dataset), "unknown --dataset '", c.dataset, "'",
            lm ? " for --arch lstm" : "", "; valid: ", join(datasets));
-  check_at_least<int64_t>("--epochs", c.epochs, 1);
-  check_at_least<int64_t>("-b/--batch-size", c.batch_size, 1);
-  check_at_least<int64_t>("--accum-steps", c.accum_steps, 1);
-  check_at_least<int64_t>("--train-subset", c.train_subset, 0);
-  check_at_least<int64_t>("--test-subset", c.test_subset, 0);
-  check_at_least<int64_t>("--synthetic-size", c.synthetic_size, 0);
-  check_at_least<int>("--image-size", c.image_size, 0);
-  ST_CHECK(c.optimizer == "sgd" || c.optimizer == "adam" || c.optimizer == "adamw",
-           "unknown --optimizer '", c.optimizer, "'; valid: sgd, adam, adamw");
-  ST_CHECK(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1,
-           "--betas must be in [0, 1), got ", c.beta1, " ", c.beta2);
-  check_finite("--eps", c.eps, 0.0, true);
-  check_finite("--lr", c.lr, 0.0, true);
-  check_finite("--momentum", c.momentum, 0.0);
-  ST_CHECK(c.momentum < 1.0f, "--momentum must be below 1, got ", c.momentum);
-  check_finite("--wd", c.weight_decay, 0.0);
-  check_finite("--warmup-epochs", c.warmup_epochs, 0.0);
-  check_finite("--clip", c.clip, 0.0);
-  check_at_least<int>("--threads", c.threads, 1);
-  check_at_least<int>("--workers", c.workers, 0);
-  check_at_least<int64_t>("--max-iters", c.max_iters, 0);
-  check_at_least<int64_t>("--log-every", c.log_every, 1);
-  check_at_least<int64_t>("--checkpoint-every", c.checkpoint_every, 0);
-  check_finite("--checkpoint-minutes", c.checkpoint_minutes, 0.0);
-  check_at_least<int64_t>("--eval-batches", c.eval_batches, 0);
-  check_finite("--bucket-cap-mb", c.bucket_cap_mb, 0.0, true);
-  check_finite("--first-bucket-mb", c.first_bucket_mb, 0.0, true);
-  check_at_least<int64_t>("--trace-iters", c.trace_iters, 1);
-  ST_CHECK(std::isfinite(c.density) && c.density > 0 && c.density <= 1,
-           "--density must be in (0, 1], got ", c.density);
-  check_at_least<int64_t>("--dense-warmup-iters", c.dense_warmup_iters, 0);
+  check_flag_ranges(c);
   ST_CHECK(c.sparsifier != "none" || c.sparsifier_params.empty(),
            "--sp needs a --sparsifier (got --sp ", format_sparsifier_params(c.sparsifier_params),
            " with --sparsifier none)");
@@ -152,54 +108,9 @@ void check_config(const TrainConfig& c) {
   if (c.sparsifier != "none") make_exchange_hook(c, hook);
 }
 
-std::vector<std::pair<std::string, std::string>> config_fields(const TrainConfig& c) {
-  auto b = [](bool v) { return std::string(v ? "1" : "0"); };
-  return {{"--arch", c.arch},
-          {"--dataset", c.dataset},
-          {"--synthetic-size", std::to_string(c.synthetic_size)},
-          {"--image-size", std::to_string(c.image_size)},
-          {"--train-subset", std::to_string(c.train_subset)},
-          {"--test-subset", std::to_string(c.test_subset)},
-          {"--epochs", std::to_string(c.epochs)},
-          {"-b/--batch-size", std::to_string(c.batch_size)},
-          {"--accum-steps", std::to_string(c.accum_steps)},
-          {"--optimizer", c.optimizer},
-          {"--lr", number(c.lr)},
-          {"--betas", number(c.beta1) + " " + number(c.beta2)},
-          {"--eps", number(c.eps)},
-          {"--momentum", number(c.momentum)},
-          {"--wd", number(c.weight_decay)},
-          {"--nesterov", b(c.nesterov)},
-          {"--no-wd-bn", b(c.no_wd_on_bn)},
-          {"--schedule", c.schedule},
-          {"--warmup-epochs", number(c.warmup_epochs)},
-          {"--clip", number(c.clip)},
-          {"--precision", c.precision},
-          {"--comm-dtype", c.comm_dtype},
-          {"--no-augment", b(!c.augment)},
-          {"--seed", std::to_string(c.seed)},
-          {"--max-iters", std::to_string(c.max_iters)},
-          {"--device", c.device},
-          {"--resume", b(!c.resume.empty())},
-          {"--checkpoint-every", std::to_string(c.checkpoint_every)},
-          {"--checkpoint-minutes", number(c.checkpoint_minutes)},
-          {"--eval-batches", std::to_string(c.eval_batches)},
-          {"--comm", c.comm},
-          {"--bucket-cap-mb", number(c.bucket_cap_mb)},
-          {"--first-bucket-mb", number(c.first_bucket_mb)},
-          {"--no-overlap", b(!c.overlap)},
-          {"--trace", b(!c.trace.empty())},
-          {"--trace-iters", std::to_string(c.trace_iters)},
-          {"--sync-bn", b(c.sync_bn)},
-          {"--sparsifier", c.sparsifier},
-          {"--density", number(c.density)},
-          {"--dense-warmup-iters", std::to_string(c.dense_warmup_iters)},
-          {"--sp", format_sparsifier_params(c.sparsifier_params)}};
-}
-
 void check_same_config_on_all_ranks(const TrainConfig& c, Communicator& comm) {
   if (comm.size() == 1) return;
-  const auto fields = config_fields(c);
+  const auto fields = agreed_flags(c);
   const int64_t n = static_cast<int64_t>(fields.size());
   std::vector<int32_t> mine;
   for (const auto& field : fields) mine.push_back(fingerprint(field.second));

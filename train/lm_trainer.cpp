@@ -12,6 +12,7 @@
 #include "models/lstm_lm.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
+#include "train/flags.h"
 #include "train/train_common.h"
 #include "train/training_loop.h"
 
@@ -97,27 +98,12 @@ LstmLmConfig model_config(const LmOptions& lm, int64_t vocab, uint64_t seed) {
 
 std::map<std::string, std::string> run_metadata(const TrainConfig& c, const LmOptions& lm,
                                                 int64_t vocab, int world) {
-  return {{"arch", kArch},
-          {"dataset", c.dataset},
-          {"data_dir", c.data_dir},
-          {"sparsifier", c.sparsifier},
-          {"density", std::to_string(c.density)},
-          {"sp", format_sparsifier_params(c.sparsifier_params)},
-          {"seed", std::to_string(c.seed)},
-          {"train_subset", std::to_string(c.train_subset)},
-          {"lr", std::to_string(c.lr)},
-          {"clip", std::to_string(c.clip)},
-          {"batch_size", std::to_string(c.batch_size)},
-          {"epochs", std::to_string(c.epochs)},
-          {"world_size", std::to_string(world)},
-          {"lm_vocab", std::to_string(vocab)},
-          {"lm_layers", std::to_string(lm.layers)},
-          {"lm_hidden", std::to_string(lm.hidden)},
-          {"lm_emsize", std::to_string(lm.emsize)},
-          {"lm_bptt", std::to_string(lm.bptt)},
-          {"lm_dropout", std::to_string(lm.dropout)},
-          {"lm_tied", lm.tied ? "1" : "0"},
-          {"lm_max_vocab", std::to_string(lm.max_vocab)}};
+  std::map<std::string, std::string> meta = flag_metadata(c, SavedBy::lm);
+  meta["arch"] = kArch;
+  meta["world_size"] = std::to_string(world);
+  meta["lm_vocab"] = std::to_string(vocab);
+  meta["lm_max_vocab"] = std::to_string(lm.max_vocab);
+  return meta;
 }
 
 // The carried state of every rank, gathered for rank 0's checkpoint (a collective).
@@ -344,25 +330,21 @@ void LmTask::restore(const std::string& path, const std::map<std::string, std::s
 
 }  // namespace
 
-void apply_lm_defaults(TrainConfig& c, const std::function<bool(const char*)>& given) {
-  if (!given("--lr")) c.lr = 20.0f;
-  if (!given("--momentum")) c.momentum = 0.0f;
-  if (!given("--wd")) c.weight_decay = 0.0f;
-  if (!given("--clip")) c.clip = 0.25f;
-  if (!given("-b")) c.batch_size = 20;
-  if (!given("--schedule")) c.schedule = "plateau";
-  if (!given("--dataset")) c.dataset = "fortunes";
-}
-
 bool is_lm_checkpoint(const std::string& checkpoint) {
   const TensorFile f = load_safetensors(checkpoint);
   auto it = f.metadata.find("arch");
   return it != f.metadata.end() && it->second == kArch;
 }
 
-LmResult train_lm(const TrainConfig& c, const LmOptions& lm, Communicator& comm) {
+LmResult train_lm(const TrainConfig& config, const LmOptions& lm, Communicator& comm) {
+  TrainConfig c = config;
+  c.lm = lm;
+  return train_lm(c, comm);
+}
+
+LmResult train_lm(const TrainConfig& c, Communicator& comm) {
   const OutDirClaim claim = prepare_run(c, comm);
-  LmTask task(c, lm, comm);
+  LmTask task(c, c.lm, comm);
   const LoopResult r = run_training(c, task, comm);
   LmResult result;
   result.valid_evaluated = task.valid_evaluated;

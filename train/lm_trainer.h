@@ -14,27 +14,13 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
-#include "train/trainer.h"
+#include "train/config.h"
 
 namespace st {
 
 class Communicator;
-
-// The language model's own settings; the rest (lr, momentum, clip, epochs, -b, out,
-// resume, sparsifier, ...) come from TrainConfig.
-struct LmOptions {
-  int layers = 2;
-  int64_t hidden = 200;
-  int64_t emsize = 200;
-  int64_t bptt = 35;
-  float dropout = 0.2f;
-  bool tied = false;
-  int64_t eval_batch_size = 10;  // streams per rank for validation and test
-  int64_t max_vocab = 10000;     // fortunes corpus only (PTB/WikiText bring their own)
-};
 
 struct LmResult {
   // A split is evaluated at epoch ends (valid also at --max-iters); a run stopped before
@@ -48,17 +34,16 @@ struct LmResult {
   int interrupted_by = 0;   // the stop signal (SIGINT, SIGTERM, SIGUSR1, SIGHUP), 0 = none
 };
 
-// The PyTorch word_language_model example's defaults for the flags the image models
-// share, applied to every one the user did not give (`given(flag)` false): --lr 20
-// --momentum 0 --wd 0 --clip 0.25 -b 20 --schedule plateau --dataset fortunes.
-void apply_lm_defaults(TrainConfig& config, const std::function<bool(const char*)>& given);
-
 // Trains on config.dataset: "fortunes" (the Debian package, or --data-dir with fortune
 // files) or a folder of PTB / WikiText / train.txt-style splits (--data-dir, with
 // --dataset ptb, wikitext2 or text). For fortunes, rank 0 writes the split it trains on
 // to <out>/corpus/{train,valid,test}.txt (PTB format) for other tools to read.
 // The LR schedule "plateau" divides the rate by 4 whenever the validation loss fails to
 // improve (the PyTorch example's rule); the other --schedule values work as for the CNNs.
+// The model's settings are config.lm; the second form trains with `lm` instead.
+// The flags the image models share take the PyTorch word_language_model example's
+// defaults on the command line (the lm_default column of train/flags.cpp).
+LmResult train_lm(const TrainConfig& config, Communicator& comm);
 LmResult train_lm(const TrainConfig& config, const LmOptions& lm, Communicator& comm);
 
 // Perplexity of a language-model checkpoint on the test split (the model's sizes come

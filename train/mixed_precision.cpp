@@ -3,11 +3,13 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "layers/precision.h"
+#include "train/flags.h"
 
 namespace st {
 
 MixedPrecision::MixedPrecision(const TrainConfig& c, Layer& model)
-    : precision_(parse_precision(c.precision, "--precision")) {
+    : precision_(
+          parse_precision(c.precision, flag_label(flag_of(&TrainConfig::precision)).c_str())) {
   if (precision_ != Precision::F32) set_model_precision(model, precision_);
   // bf16 keeps fp32's exponent range: gradients neither overflow nor flush to zero more
   // than in fp32, so it trains unscaled (as PyTorch's bf16 autocast does).

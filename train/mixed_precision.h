@@ -10,9 +10,9 @@
 
 #include "core/kernels/half.h"
 #include "layers/layer.h"
+#include "train/config.h"
 #include "train/loss_scaler.h"
 #include "train/metrics.h"
-#include "train/trainer.h"
 
 namespace st {
 

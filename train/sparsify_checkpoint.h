@@ -11,7 +11,7 @@
 #include "comm/communicator.h"
 #include "comm/reducer.h"
 #include "sparsify/sparsify_hook.h"
-#include "train/trainer.h"
+#include "train/config.h"
 
 namespace st {
 

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "sparsify/registry.h"
+#include "train/flags.h"
 
 namespace st {
 
@@ -90,7 +91,8 @@ std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,
                                                std::shared_ptr<SparsifyHook>& sparsify) {
   sparsify.reset();
   if (c.sparsifier == "none")
-    return std::make_shared<AllreduceHook>(parse_precision(c.comm_dtype, "--comm-dtype"));
+    return std::make_shared<AllreduceHook>(
+        parse_precision(c.comm_dtype, flag_label(flag_of(&TrainConfig::comm_dtype)).c_str()));
   SparsifierOptions so;
   so.density = c.density;
   so.seed = c.seed;

@@ -11,9 +11,9 @@
 #include "comm/reducer.h"
 #include "layers/flat_params.h"
 #include "sparsify/sparsify_hook.h"
+#include "train/config.h"
 #include "train/metrics.h"
 #include "train/trace.h"  // the loops' trace helpers (trace_reducer_timeline, ...)
-#include "train/trainer.h"
 
 namespace st {
 

@@ -15,6 +15,7 @@
 #include "models/registry.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
+#include "train/flags.h"
 #include "train/train_common.h"
 #include "train/training_loop.h"
 
@@ -146,20 +147,6 @@ DataLoader make_loader(const std::shared_ptr<Dataset>& ds, const TrainConfig& c,
   return DataLoader(ds, DistributedSampler(ds->size(), so), lo);
 }
 
-std::map<std::string, std::string> run_metadata(const TrainConfig& c) {
-  return {{"arch", c.arch},
-          {"sparsifier", c.sparsifier},
-          {"density", std::to_string(c.density)},
-          {"sp", format_sparsifier_params(c.sparsifier_params)},
-          {"dataset", c.dataset},
-          {"seed", std::to_string(c.seed)},
-          {"synthetic_size", std::to_string(c.synthetic_size)},
-          {"train_subset", std::to_string(c.train_subset)},
-          {"lr", std::to_string(c.lr)},
-          {"batch_size", std::to_string(c.batch_size)},
-          {"epochs", std::to_string(c.epochs)}};
-}
-
 // Image classification: batches from the sharded loader, softmax cross-entropy,
 // accuracy, the test split after every epoch, the --schedule LR policy. On a GPU each
 // batch's copy runs on a side stream during the step before it (DevicePrefetcher).
@@ -226,7 +213,9 @@ class ImageTask : public TrainingTask {
   float end_epoch(int64_t epoch, const Evaluation&) override {
     return schedule_.lr(epoch, steps_per_epoch() - 1, steps_per_epoch());
   }
-  std::map<std::string, std::string> metadata() const override { return run_metadata(c_); }
+  std::map<std::string, std::string> metadata() const override {
+    return flag_metadata(c_, SavedBy::image);
+  }
 
   const EvalResult& last_eval() const { return last_eval_; }
 

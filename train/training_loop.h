@@ -22,8 +22,8 @@
 #include "core/tensor.h"
 #include "layers/layer.h"
 #include "train/checkpoint.h"
+#include "train/config.h"
 #include "train/metrics.h"
-#include "train/trainer.h"
 
 namespace st {
 

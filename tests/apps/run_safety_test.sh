@@ -8,7 +8,9 @@
 #    the uninterrupted run bit for bit, and no metrics row appears twice;
 #  - a dense resume of a sparsified checkpoint, a mid-epoch resume with another batch
 #    size, and eval with another --arch are refused;
-#  - with mpirun: ranks started with different flags stop with the first difference,
+#  - --help lists the flags (the language model's among them) with their help;
+#  - with mpirun: ranks started with different flags stop with the first difference
+#    (an LSTM flag too, in one line naming the flag and the ranks),
 #    and a 2-rank run's test loss equals eval of its checkpoint (BatchNorm buffers).
 #   tests/apps/run_safety_test.sh path/to/sparsetrain path/to/mpirun
 set -uo pipefail
@@ -108,6 +110,35 @@ mpi=("$mpirun" --allow-run-as-root --oversubscribe)
   -np 1 "$bin" "${common[@]}" --epochs 1 --out "$tmp/mix" >"$tmp/mix.log" 2>&1
 [[ $? -ne 0 ]] || fail "ranks with different --sparsifier did not fail"
 grep -q "was started with --sparsifier" "$tmp/mix.log" || fail "mixed flags message: $(cat "$tmp/mix.log")"
+
+# The flag table (train/flags.cpp) from the command line: --help lists each flag with its
+# help, --check-flags applies its ranges, and ranks started with another LSTM hidden size
+# are refused in one line naming the flag and the ranks, before any training.
+"$bin" train --help >"$tmp/help.txt" || fail "train --help exited $?"
+for flag in --arch --batch-size --lr --betas --no-augment --sp --layers --hidden --emsize \
+  --bptt --dropout --tied; do
+  grep -qE -- "(^|[ ,])$flag([ ,=]|$)" "$tmp/help.txt" || fail "--help lacks $flag"
+done
+grep -qF -- "LSTM hidden units (--arch lstm)" "$tmp/help.txt" || fail "--help lacks --hidden's help"
+"$bin" train --arch lstm --check-flags >"$tmp/ok.log" 2>&1 || fail "--check-flags: $(cat "$tmp/ok.log")"
+grep -qF "flags ok" "$tmp/ok.log" || fail "--check-flags printed $(cat "$tmp/ok.log")"
+expect_error lm_momentum 1 "--momentum must be below 1, got 1" train --arch lstm --momentum 1 --check-flags
+
+# A tiny corpus, so rank 0 would have something to train on.
+mkdir -p "$tmp/corpus"
+for split in train valid test; do
+  for i in $(seq 40); do echo "the cat sat on the mat and the dog ran $i"; done >"$tmp/corpus/$split.txt"
+done
+lm=(train --arch lstm --dataset text --data-dir "$tmp/corpus" --emsize 8 --bptt 5 -b 2 --epochs 1
+    --threads 1 --workers 0 -q --out "$tmp/lm_run")
+"${mpi[@]}" -np 1 "$bin" "${lm[@]}" --hidden 8 : \
+  -np 1 "$bin" "${lm[@]}" --hidden 16 >"$tmp/lm_mix.log" 2>&1
+[[ $? -ne 0 ]] || fail "ranks with different --hidden did not fail"
+grep -qF "error on rank 1 of 2: rank 1 was started with --hidden '16', which differs from rank 0's" \
+  "$tmp/lm_mix.log" || fail "mixed --hidden message: $(cat "$tmp/lm_mix.log")"
+[[ $(grep -c "sparsetrain: error" "$tmp/lm_mix.log") -eq 1 ]] ||
+  fail "more than one error line: $(cat "$tmp/lm_mix.log")"
+[[ ! -e "$tmp/lm_run/checkpoint.safetensors" ]] || fail "a checkpoint was written"
 
 "${mpi[@]}" -np 2 "$bin" "${common[@]}" --epochs 1 --out "$tmp/two" >"$tmp/two.log" 2>&1 ||
   fail "2-rank run: $(tail -n 3 "$tmp/two.log")"

@@ -1,7 +1,5 @@
 #include "train/flags.h"
 
-#include "sparsify/registry.h"
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>

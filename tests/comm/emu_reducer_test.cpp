@@ -8,6 +8,7 @@
 // fence leaves stale values and the comparison fails.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,16 @@ class ThreeParams : public Layer {
  private:
   std::vector<Param*> params_;
 };
+
+// Each rank works on its node-local device; a launcher that shows each task one device
+// (SPARSETRAIN_EMU_DEVICES=1, the emulated CUDA_VISIBLE_DEVICES of SLURM's
+// --gpus-per-task=1) puts every rank on emu:0.
+TEST(EmuPlacement, EachRankOnItsLocalDeviceOrTheOneItIsShown) {
+  const char* shown = std::getenv("SPARSETRAIN_EMU_DEVICES");
+  const int expected =
+      shown != nullptr && std::string(shown) == "1" ? 0 : g_emu_world->placement().local_rank;
+  EXPECT_EQ(process_device(), Device::emu(expected));
+}
 
 class EmuReducer : public ::testing::TestWithParam<Precision> {};
 

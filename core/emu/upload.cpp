@@ -1,5 +1,6 @@
 // The emulated device's copy engine for InputUploader: one copy stream per uploader (a
 // side stream: copies overlap the compute stream's kernels), events to order the two.
+#include "core/emu/memory.h"
 #include "core/emu/stream.h"
 #include "core/upload_engine.h"
 
@@ -11,6 +12,7 @@ class EmuUploadEngine final : public UploadEngine {
   explicit EmuUploadEngine(Device device) : device_(device), copy_(device.index) {}
 
   Tensor copy_async(const Tensor& host) override {
+    if (!host.pinned()) emu::count_pageable_async_copy();
     Tensor d = Tensor::empty(host.shape(), host.dtype(), device_);
     // Delayed like a kernel (unlike the synchronous copies of core/emu/memory.cpp, which
     // the host waits for anyway): this transfer is what compute must be ordered after,

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "core/emu/memory.h"
 #include "core/emu/runtime.h"
 #include "core/upload.h"
 #include "data/device_prefetch.h"
@@ -16,8 +17,14 @@ namespace {
 
 class EmuInput : public ::testing::Test {
  protected:
-  void SetUp() override { emu::set_task_delay_us(2000); }
-  void TearDown() override { emu::set_task_delay_us(0); }
+  void SetUp() override {
+    set_process_device(Device::emu(0));  // page-locked memory comes from the emulation
+    emu::set_task_delay_us(2000);
+  }
+  void TearDown() override {
+    emu::set_task_delay_us(0);
+    set_process_device(Device::cpu());
+  }
 };
 
 void expect_equal(const Tensor& host, const Tensor& device, const std::string& what) {
@@ -50,9 +57,10 @@ TEST_F(EmuInput, OverlappingCopiesKeepTheirOwnData) {
 TEST_F(EmuInput, PrefetchedBatchesEqualTheHostBatches) {
   auto ds = std::make_shared<SyntheticDataset>(53, Shape({3, 8, 8}), 4, 3);
   DistributedSampler sampler(ds->size(), {.seed = 1});
-  DataLoader workers(ds, sampler, {.batch_size = 8, .workers = 2, .seed = 5});
+  DataLoader workers(ds, sampler, {.batch_size = 8, .workers = 2, .seed = 5, .pin_memory = true});
   DataLoader plain(ds, sampler, {.batch_size = 8, .workers = 0, .seed = 5});
   DevicePrefetcher input(workers, Device::emu(0));
+  const int64_t pageable_before = emu::pageable_async_copies();
   for (int64_t epoch : {0, 1})
     for (int64_t skip : {0, 2}) {
       input.start_epoch(epoch, skip);
@@ -62,6 +70,7 @@ TEST_F(EmuInput, PrefetchedBatchesEqualTheHostBatches) {
         std::optional<Batch> want = plain.next();
         ASSERT_TRUE(want.has_value());
         EXPECT_EQ(got->index, want->index);
+        EXPECT_TRUE(got->images.device().is_emu());
         expect_equal(want->images, got->images, "images");
         expect_equal(want->labels, got->labels, "labels");
         ++batches;
@@ -69,6 +78,21 @@ TEST_F(EmuInput, PrefetchedBatchesEqualTheHostBatches) {
       EXPECT_FALSE(plain.next().has_value());
       EXPECT_EQ(batches, 7 - skip);
     }
+  // Every batch was assembled in page-locked memory, so every copy could overlap compute.
+  EXPECT_EQ(emu::pageable_async_copies(), pageable_before);
+}
+
+// A copy from pageable memory is correct but counted: on a GPU it would not overlap.
+TEST_F(EmuInput, ACopyFromPageableMemoryIsCounted) {
+  InputUploader up(Device::emu(0));
+  Tensor pageable = Tensor::full({4}, 1.5f), pinned = Tensor::empty_pinned({4});
+  ASSERT_TRUE(pinned.pinned());
+  const int64_t before = emu::pageable_async_copies();
+  expect_equal(pageable, up.finish(up.start({pageable}))[0], "pageable");
+  EXPECT_EQ(emu::pageable_async_copies(), before + 1);
+  for (int i = 0; i < 4; ++i) pinned.f32()[i] = static_cast<float>(i);
+  expect_equal(pinned, up.finish(up.start({pinned}))[0], "pinned");
+  EXPECT_EQ(emu::pageable_async_copies(), before + 1);
 }
 
 }  // namespace

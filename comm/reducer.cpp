@@ -4,10 +4,11 @@
 #include <exception>
 #include <sstream>
 
+#include "core/emu/launch.h"
 #include "core/ops.h"
+#include "core/stream_sync.h"
 #ifdef SPARSETRAIN_WITH_CUDA
 #include "core/cuda/half.h"
-#include "core/cuda/stream.h"
 #endif
 
 namespace st {
@@ -19,11 +20,9 @@ void AllreduceHook::exchange(const Bucket&, Tensor& grads, Communicator& comm, i
     comm.allreduce(grads, ReduceOp::Sum);
     scale_inplace(grads, 1.0f / static_cast<float>(comm.size()));
   }
-#ifdef SPARSETRAIN_WITH_CUDA
   // The scaling (or the 16-bit sum) ran on this (communication) thread's stream; the
   // optimiser runs on the compute stream after finalize(), so finish it here.
-  if (grads.device().is_cuda()) cuda::context(grads.device().index).synchronize();
-#endif
+  synchronize_current_stream(grads.device());
 }
 
 // MPI defines no 16-bit floating type, and Open MPI cannot sum bf16 or fp16 values, so
@@ -38,15 +37,32 @@ void AllreduceHook::exchange(const Bucket&, Tensor& grads, Communicator& comm, i
 // sum 16-bit values itself, but in an order of its own; this way both devices compute
 // one formula and every rank holds the same bits).
 namespace {
-// The 16-bit conversions on the gradient's device (core/kernels/half.h, core/cuda/half.h).
-void pack_half_on(Precision p, const Tensor& g, float scale, uint16_t* out) {
+// The 16-bit conversions on the gradient's device (core/kernels/half.h, core/cuda/half.h):
+// `words` holds the packed values, `at` is the first word.
+void pack_half_on(Precision p, const Tensor& g, float scale, Tensor& words) {
+  if (g.device().is_emu()) {
+    emu::launch(g.device().index, [p, g, scale, words] {
+      Tensor w = words.as_host_memory();
+      pack_half_on(p, g.as_host_memory(), scale, w);
+    });
+    return;
+  }
+  auto* out = static_cast<uint16_t*>(words.raw());
 #ifdef SPARSETRAIN_WITH_CUDA
   if (g.device().is_cuda()) return cuda::pack_half(p, g.f32(), scale, out, g.numel());
 #endif
   cpu::pack_half(p, g.f32(), scale, out, g.numel());
 }
 
-void add_half_on(Precision p, const uint16_t* in, Tensor& g) {
+void add_half_on(Precision p, const Tensor& words, int64_t at, Tensor& g) {
+  if (g.device().is_emu()) {
+    emu::launch(g.device().index, [p, words, at, g] {
+      Tensor h = g.as_host_memory();
+      add_half_on(p, words.as_host_memory(), at, h);
+    });
+    return;
+  }
+  const auto* in = static_cast<const uint16_t*>(words.raw()) + 2 * at;
 #ifdef SPARSETRAIN_WITH_CUDA
   if (g.device().is_cuda()) return cuda::add_half(p, in, g.f32(), g.numel());
 #endif
@@ -58,12 +74,11 @@ void AllreduceHook::exchange_16bit(Tensor& grads, Communicator& comm) const {
   const int64_t n = grads.numel(), words = (n + 1) / 2, p = comm.size();
   const Device device = grads.device();
   Tensor mine = Tensor::zeros({words}, DType::I32, device);
-  pack_half_on(wire_, grads, 1.0f / static_cast<float>(p), static_cast<uint16_t*>(mine.raw()));
+  pack_half_on(wire_, grads, 1.0f / static_cast<float>(p), mine);
   Tensor all = Tensor::empty({p * words}, DType::I32, device);
   comm.allgather(mine, all);
   grads.zero();
-  const auto* received = static_cast<const uint16_t*>(all.raw());
-  for (int64_t r = 0; r < p; ++r) add_half_on(wire_, received + r * 2 * words, grads);
+  for (int64_t r = 0; r < p; ++r) add_half_on(wire_, all, r * words, grads);
 }
 
 Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHook> hook,
@@ -193,22 +208,13 @@ void Reducer::launch(int b) {
   stamp(b, &BucketTimes::launch_ms);
   const int64_t iteration = iteration_;
   const bool traced = traced_iteration_;
-  // CUDA: the bucket's gradients are final only when the compute stream reaches this
-  // point. Record an event there (llm.c / DDP pattern); the communication thread waits on
-  // it before its collective, while the compute stream runs on with backward.
-  std::shared_ptr<void> ready_event;
-#ifdef SPARSETRAIN_WITH_CUDA
-  if (flat_.grads().device().is_cuda()) {
-    const int device = flat_.grads().device().index;
-    auto ev = std::make_shared<cuda::Event>(device);
-    ev->record(cuda::current_stream(device));
-    ready_event = ev;
-  }
-#endif
-  work_[b] = comm_.submit([this, b, iteration, traced, ready_event] {
-#ifdef SPARSETRAIN_WITH_CUDA
-    if (ready_event) static_cast<cuda::Event*>(ready_event.get())->synchronize();
-#endif
+  // On an accelerator the bucket's gradients are final only when the compute stream
+  // reaches this point. Record an event there (llm.c / DDP pattern); the communication
+  // thread waits on it before its collective, while the compute stream runs on with
+  // backward.
+  const StreamPosition ready = StreamPosition::record_current(flat_.grads().device());
+  work_[b] = comm_.submit([this, b, iteration, traced, ready] {
+    ready.wait();
     run_exchange(b, iteration, traced);
   });
 }

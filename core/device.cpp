@@ -46,12 +46,28 @@ int emu_device_count() {
   return emu::device_count();
 }
 
-int local_emu(const NodePlacement& p) {
-  const int n = emu_device_count();
-  ST_CHECK(p.local_size <= n, "--device emu: rank ", p.rank, " is one of ", p.local_size,
-           " processes on its node, which has ", n,
-           " emulated device(s); raise SPARSETRAIN_EMU_DEVICES or pick one with --device emu:N");
+namespace {
+
+// The device of a node-local rank among `count` devices of one kind ("cuda"/"emu", named
+// in errors with `unit`). One device shown to a task that shares its node means the
+// launcher gave each task its own (SLURM's --gpus-per-task=1): take it.
+int local_device(const NodePlacement& p, int count, bool restricted, const char* kind,
+                 const char* unit, const char* remedy) {
+  ST_CHECK(count > 0, "--device ", kind, ": no ", unit, " visible to rank ", p.rank);
+  if (restricted && count == 1) return 0;
+  ST_CHECK(p.local_size <= count, "--device ", kind, ": rank ", p.rank, " is one of ", p.local_size,
+           " processes on its node, which has ", count, " ", unit, "(s); ", remedy);
   return p.local_rank;
+}
+
+}  // namespace
+
+int local_emu(const NodePlacement& p) {
+  // SPARSETRAIN_EMU_DEVICES=1 set by the launcher is the emulated CUDA_VISIBLE_DEVICES of
+  // one GPU per task.
+  const char* v = std::getenv("SPARSETRAIN_EMU_DEVICES");
+  return local_device(p, emu_device_count(), v != nullptr && *v != '\0', "emu", "emulated device",
+                      "raise SPARSETRAIN_EMU_DEVICES or pick one with --device emu:N");
 }
 
 namespace {
@@ -80,13 +96,8 @@ int local_gpu(const NodePlacement& p, int device_count) {
 }
 
 int local_gpu(const NodePlacement& p, int device_count, bool restricted) {
-  ST_CHECK(device_count > 0, "--device cuda: no CUDA device visible to rank ", p.rank);
-  // One GPU shown to a task that shares its node: the launcher gave each task its own.
-  if (restricted && device_count == 1) return 0;
-  ST_CHECK(p.local_size <= device_count, "--device cuda: rank ", p.rank, " is one of ",
-           p.local_size, " processes on its node, which has ", device_count,
-           " GPU(s); start at most one process per GPU (or pick GPUs with --device cuda:N)");
-  return p.local_rank;
+  return local_device(p, device_count, restricted, "cuda", "GPU",
+                      "start at most one process per GPU (or pick GPUs with --device cuda:N)");
 }
 
 Device parse_device(const std::string& spec, const NodePlacement& placement) {

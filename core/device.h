@@ -65,7 +65,9 @@ bool visible_devices_restricted();
 // local_gpu() given whether the visible GPUs were restricted (testable without a GPU).
 int local_gpu(const NodePlacement& placement, int device_count, bool restricted);
 // The emulated device of "--device emu": the node-local rank, mapped like local_gpu()
-// onto emu_device_count() devices (more local processes than devices is an error).
+// onto emu_device_count() devices (more local processes than devices is an error); a
+// launcher that sets SPARSETRAIN_EMU_DEVICES=1 shows each task one device, as
+// CUDA_VISIBLE_DEVICES does under SLURM's --gpus-per-task=1, and every rank takes emu:0.
 int local_emu(const NodePlacement& placement);
 // parse_device() where "cuda", "emu" and "auto" mean this process's local device;
 // "cuda:N" and "emu:N" stay N.

@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include "core/device.h"
+#include "core/emu/memory.h"
 #include "core/error.h"
 #include "core/storage.h"
 
@@ -43,9 +45,19 @@ Cache& pageable() {
   return *c;
 }
 
+// Page-locked memory for the process's accelerator: the emulated device's own, else
+// cudaHostAlloc (which throws in a build without CUDA).
+void* pinned_block(size_t bytes) {
+  return process_device().is_emu() ? emu::pinned_alloc(bytes) : cuda::pinned_alloc(bytes);
+}
+
+void free_pinned_block(void* p) {
+  if (!emu::pinned_free(p)) cuda::pinned_free(p);
+}
+
 // Every pinned block is cached: each cudaHostAlloc is expensive, whatever its size.
 Cache& pinned() {
-  static Cache* c = new Cache(cuda::pinned_alloc, cuda::pinned_free, 0);
+  static Cache* c = new Cache(pinned_block, free_pinned_block, 0);
   return *c;
 }
 

@@ -6,7 +6,8 @@
 // from page-locked memory does cudaMemcpyAsync run as DMA without the CPU, overlapping
 // compute. They come from cudaHostAlloc (portable to every device) and are cached the
 // same way, since cudaHostAlloc is slow and cudaFreeHost waits for the whole device. A
-// build without CUDA has none (allocate_pinned throws).
+// process on the emulated device takes its page-locked blocks from the emulation
+// (core/emu/memory.h); otherwise a build without CUDA has none (allocate_pinned throws).
 #pragma once
 
 #include <cstddef>

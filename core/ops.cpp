@@ -1,5 +1,7 @@
 #include "core/ops.h"
 
+#include "core/emu/launch.h"
+
 namespace st {
 
 namespace {
@@ -19,11 +21,23 @@ void copy_async(Tensor& dst, const Tensor& src) {
 #endif
     return;
   }
+  if (dst.device().is_emu()) {
+    emu::launch(dst.device().index,
+                [dst, src]() mutable { dst.as_host_memory().copy_from(src.as_host_memory()); });
+    return;
+  }
   dst.copy_from(src);
 }
 
 void add_inplace(Tensor& dst, const Tensor& src) {
   check_same("add_inplace", dst, src);
+  if (dst.device().is_emu()) {
+    emu::launch(dst.device().index, [dst, src]() mutable {
+      Tensor d = dst.as_host_memory();
+      add_inplace(d, src.as_host_memory());
+    });
+    return;
+  }
   const int64_t n = dst.numel();
   float* d = dst.f32();
   const float* s = src.f32();
@@ -45,6 +59,13 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 void scale_inplace(Tensor& x, float alpha) {
+  if (x.device().is_emu()) {
+    emu::launch(x.device().index, [x, alpha]() mutable {
+      Tensor h = x.as_host_memory();
+      scale_inplace(h, alpha);
+    });
+    return;
+  }
   const int64_t n = x.numel();
   float* p = x.f32();
   if (x.device().is_cuda()) {
@@ -58,6 +79,8 @@ void scale_inplace(Tensor& x, float alpha) {
 }
 
 double sum_squares(const Tensor& x) {
+  if (x.device().is_emu())
+    return emu::launch_and_wait(x.device().index, [&x] { return sum_squares(x.as_host_memory()); });
   const int64_t n = x.numel();
   const float* p = x.f32();
   if (x.device().is_cuda()) {
@@ -72,6 +95,14 @@ double sum_squares(const Tensor& x) {
 }
 
 double sum_squares(const std::vector<Tensor>& xs) {
+  if (!xs.empty() && xs.front().device().is_emu()) {
+    // One wait for all of them, as the CUDA form's single copy to the host.
+    return emu::launch_and_wait(xs.front().device().index, [&xs] {
+      double s = 0;
+      for (const Tensor& x : xs) s += sum_squares(x.as_host_memory());
+      return s;
+    });
+  }
   if (xs.empty() || xs.front().device().is_cpu()) {
     double s = 0;
     for (const Tensor& x : xs) s += sum_squares(x);

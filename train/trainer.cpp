@@ -143,7 +143,7 @@ DataLoader make_loader(const std::shared_ptr<Dataset>& ds, const TrainConfig& c,
   lo.batch_size = c.batch_size;
   lo.workers = c.workers;
   lo.seed = c.seed;
-  lo.pin_memory = device.is_cuda();
+  lo.pin_memory = !device.is_cpu();
   return DataLoader(ds, DistributedSampler(ds->size(), so), lo);
 }
 

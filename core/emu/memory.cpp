@@ -1,6 +1,10 @@
 #include "core/emu/memory.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "core/emu/runtime.h"
 #include "core/emu/stream.h"
@@ -23,7 +27,39 @@ void in_stream_order(int device, const char* what, Fn fn) {
   s.synchronize();
 }
 
+std::mutex g_pinned_mu;
+std::set<void*>& pinned_blocks() {
+  static auto* s = new std::set<void*>;  // never destroyed: tensors may outlive teardown
+  return *s;
+}
+std::atomic<int64_t> g_pageable_async{0};
+
 }  // namespace
+
+void* pinned_alloc(size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) return nullptr;  // the host cache frees its blocks and retries
+  std::lock_guard<std::mutex> lock(g_pinned_mu);
+  pinned_blocks().insert(p);
+  return p;
+}
+
+bool pinned_free(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(g_pinned_mu);
+    if (pinned_blocks().erase(ptr) == 0) return false;
+  }
+  std::free(ptr);
+  return true;
+}
+
+int64_t pageable_async_copies() {
+  return g_pageable_async.load();
+}
+
+void count_pageable_async_copy() {
+  ++g_pageable_async;
+}
 
 void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
   ST_CHECK(!dst_dev.is_cuda() && !src_dev.is_cuda(), "a copy from ", src_dev.str(), " to ",

@@ -1,0 +1,113 @@
+// The bucketed reducer on emulated-device gradients, as a GPU training step drives it:
+// backward's "kernels" write each parameter's gradient on the main thread's stream and
+// return at once, the reducer records an event there when a bucket is complete, the
+// exchange runs on the communication thread's own stream over the emulated collective,
+// and the averaged gradients are read back on the main thread. Gradients are small
+// integers, so every wire format's average is exact and the expectation is a formula,
+// not another run. Under SPARSETRAIN_EMU_DELAY_US (a ctest entry) a missing event wait or
+// fence leaves stale values and the comparison fails.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/reducer.h"
+#include "core/emu/launch.h"
+#include "layers/flat_params.h"
+#include "layers/layer.h"
+
+namespace st::test {
+
+extern Communicator* g_emu_world;
+
+namespace {
+
+// Three parameters of different sizes; backward writes rank- and step-dependent integers
+// into each gradient as queued device work, then announces it ready.
+class ThreeParams : public Layer {
+ public:
+  ThreeParams() {
+    params_ = {&add_param("p0", Shape{1001}, ParamKind::Weight),
+               &add_param("p1", Shape{2001}, ParamKind::Weight),
+               &add_param("p2", Shape{3001}, ParamKind::Weight)};
+  }
+  std::string describe() const override { return "ThreeParams"; }
+  int rank = 0, step = 0;
+
+  static float value(int param, int64_t i, int rank, int step) {
+    return static_cast<float>((i * 7 + param * 3 + step) % 13 + 2 * rank);
+  }
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override { return x; }
+  Tensor backward_cpu(const Tensor& dy) override {
+    for (int k = 2; k >= 0; --k) {
+      Param* p = params_[k];
+      emu::launch(p->grad.device().index, [g = p->grad, k, r = rank, s = step] {
+        float* d = g.as_host_memory().f32();
+        for (int64_t i = 0; i < g.numel(); ++i) d[i] += value(k, i, r, s);
+      });
+      p->mark_grad_ready();
+    }
+    return dy;
+  }
+
+ private:
+  std::vector<Param*> params_;
+};
+
+// Each rank works on its node-local device; a launcher that shows each task one device
+// (SPARSETRAIN_EMU_DEVICES=1, the emulated CUDA_VISIBLE_DEVICES of SLURM's
+// --gpus-per-task=1) puts every rank on emu:0.
+TEST(EmuPlacement, EachRankOnItsLocalDeviceOrTheOneItIsShown) {
+  const char* shown = std::getenv("SPARSETRAIN_EMU_DEVICES");
+  const int expected =
+      shown != nullptr && std::string(shown) == "1" ? 0 : g_emu_world->placement().local_rank;
+  EXPECT_EQ(process_device(), Device::emu(expected));
+}
+
+class EmuReducer : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(EmuReducer, AveragesEveryBucketExactly) {
+  Communicator& c = *g_emu_world;
+  const Device emu = process_device();
+  ASSERT_TRUE(emu.is_emu());
+  ThreeParams layer;
+  FlatParams flat(layer, emu);
+  ReducerOptions ro;
+  ro.first_bucket_mb = 0.005;  // about one parameter per bucket
+  ro.bucket_cap_mb = 0.005;
+  Reducer reducer(flat, c, std::make_shared<AllreduceHook>(GetParam()), ro);
+  ASSERT_GE(reducer.buckets().size(), 2u);
+  const int p = c.size();
+  for (int step = 0; step < 3; ++step) {
+    layer.rank = c.rank();
+    layer.step = step;
+    flat.zero_grads();
+    reducer.begin_backward();
+    layer.backward(Tensor::zeros({1}));
+    reducer.finalize();
+    const std::vector<Param*>& params = flat.params();
+    for (size_t k = 0; k < params.size(); ++k) {
+      const std::vector<float> got = params[k]->grad.to(Device::cpu()).to_vector();
+      const int index = std::stoi(params[k]->name.substr(1));
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < static_cast<int64_t>(got.size()); ++i) {
+        float sum = 0;
+        for (int r = 0; r < p; ++r) sum += ThreeParams::value(index, i, r, step);
+        wrong += got[static_cast<size_t>(i)] != sum / static_cast<float>(p);
+      }
+      EXPECT_EQ(wrong, 0) << params[k]->name << " step " << step << " of " << got.size();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Wire, EmuReducer,
+                         ::testing::Values(Precision::F32, Precision::BF16, Precision::F16),
+                         [](const auto& info) { return std::string(precision_name(info.param)); });
+
+}  // namespace
+}  // namespace st::test

@@ -41,9 +41,11 @@ void TraceObserver::on_phase_end(Phase phase, Clock::time_point at) {
       trace_.span("data wait", "data", phase_begin_, at);
       break;
     case Phase::Forward:
-      trace_.span("forward", "forward", phase_begin_, at);
+      // Recorded with the backward that follows, after the layers' backward spans.
+      forward_ = {phase_begin_, at};
       break;
     case Phase::Backward:
+      trace_.span("forward", "forward", forward_.first, forward_.second);
       trace_.span("backward step " + std::to_string(step_), "backward", phase_begin_, at);
       break;
     case Phase::Update:

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "train/step_observer.h"
 #include "train/trace.h"
@@ -49,6 +50,7 @@ class TraceObserver : public StepObserver {
   bool written_ = false;
   int64_t step_ = 0;  // the step being traced, or the steps done after it ends
   Clock::time_point phase_begin_;
+  std::pair<Clock::time_point, Clock::time_point> forward_;  // the micro-batch's forward
 };
 
 }  // namespace st

@@ -168,7 +168,7 @@ ReducerOptions reducer_options(const TrainConfig& c, const TrainingTask& task) {
 
 // What a step's metrics row reports besides its phase times.
 struct StepReport {
-  StepLoss loss;  // summed over the micro-batches, then the mean per item
+  StepLoss loss;  // summed over the micro-batches until log_step takes the mean per item
   float lr = 0;
   double grad_norm = 0;  // of the local clip, when the task clips before the exchange
 };
@@ -204,7 +204,8 @@ class TrainingLoop {
   void backward(int k, int group);
   double finish_exchange();
   void update();
-  void log_step(const StepAt& at, const StepReport& r);
+  void log_step(const StepAt& at, StepReport& r);
+  void print_progress(const StepAt& at, const StepReport& r) const;
   // Optimiser steps per epoch: the task's micro-batches / --accum-steps, rounded up (the
   // epoch's last step takes the micro-batches left over).
   int64_t steps_per_epoch() const {
@@ -310,6 +311,7 @@ void TrainingLoop::plan_steps() {
       std::make_unique<TraceObserver>(TraceObserver::Window{c_.trace, first, c_.trace_iters, start},
                                       task_.model(), *reducer_, comm_));
 }
+
 void TrainingLoop::install_sync_bn(bool on) {
   int layers = 0;
   task_.model().visit_layers([&](Layer& layer) {
@@ -468,9 +470,9 @@ bool TrainingLoop::step(const StepAt& at) {
   for (int k = 0; k < group; ++k) {
     if (!load_data()) return false;
     forward(at, k, r.loss);
+    // The last micro-batch's buckets are exchanged while its backward goes on.
     observers_.timed(Phase::Backward, [&] { backward(k, group); });
   }
-  r.loss.loss /= static_cast<float>(r.loss.count);
   r.grad_norm = finish_exchange();
   observers_.timed(Phase::Update, [&] { update(); });
   ++result_.steps;
@@ -545,48 +547,54 @@ void TrainingLoop::update() {
   optimizer_->step();
 }
 
-void TrainingLoop::log_step(const StepAt& at, const StepReport& r) {
-  const StepLoss& s = r.loss;
+// The step's metrics row, and every --log-every steps (and at an epoch's last) the
+// progress line.
+void TrainingLoop::log_step(const StepAt& at, StepReport& r) {
+  StepLoss& s = r.loss;
+  s.loss /= static_cast<float>(s.count);  // the sum over the micro-batches becomes the mean
   const StepTimes& t = timing_->times();
   sums_.add(s.loss, s.count, s.correct);
-  const int world = comm_.size();
-  const bool acc = task_.quality() == QualityMetric::Accuracy;
   const double iter_s = (t.data + t.compute()) / 1e3;
   MetricRow row{{"epoch", at.epoch},
                 {"iter", at.batch},
                 {"step", result_.steps},
                 {"loss", static_cast<double>(s.loss)}};
-  if (acc)
+  if (task_.quality() == QualityMetric::Accuracy)
     row.push_back({"acc", 100.0 * static_cast<double>(s.correct) / s.count});
   else
     row.push_back({"ppl", perplexity(s.loss)});
   row.push_back({"lr", static_cast<double>(r.lr)});
   if (task_.clips_before_exchange()) row.push_back({"grad_norm", r.grad_norm});
-  row.insert(row.end(), {{std::string(task_.item_name()) + "_per_s", s.count * world / iter_s},
-                         {"data_ms", t.data},
-                         {"fwd_ms", t.fwd},
-                         {"bwd_ms", t.bwd},
-                         {"comm_ms", t.comm},
-                         {"opt_ms", t.opt},
-                         {"wall_s", wall_.seconds()}});
+  row.insert(row.end(),
+             {{std::string(task_.item_name()) + "_per_s", s.count * comm_.size() / iter_s},
+              {"data_ms", t.data},
+              {"fwd_ms", t.fwd},
+              {"bwd_ms", t.bwd},
+              {"comm_ms", t.comm},
+              {"opt_ms", t.opt},
+              {"wall_s", wall_.seconds()}});
   if (sparsify_) add_sparsify_metrics(sparsify_->take_stats(), row);
   precision_.add_metrics(row);
   iter_log_.write(row);
-  const int64_t steps_per_epoch = this->steps_per_epoch();
-  if (quiet_ || (result_.steps % c_.log_every != 0 && at.batch + 1 != steps_per_epoch)) return;
+  if (quiet_ || (result_.steps % c_.log_every != 0 && at.batch + 1 != steps_per_epoch())) return;
+  print_progress(at, r);
+}
+
+void TrainingLoop::print_progress(const StepAt& at, const StepReport& r) const {
   const double step_s = timing_->seconds_per_step();
   const double eta = step_s * static_cast<double>(total_steps_ - result_.steps);
   const double mean = sums_.loss_sum() / sums_.items();
   char quality[32];
-  if (acc)
+  if (task_.quality() == QualityMetric::Accuracy)
     std::snprintf(quality, sizeof quality, "acc %.1f%%", 100.0 * sums_.correct() / sums_.items());
   else
     std::snprintf(quality, sizeof quality, "ppl %.1f", perplexity(mean));
   std::fprintf(stderr, "%sepoch %ld/%ld  %s %ld/%ld  loss %.4f  %s  lr %.4g  %.0f %s/s  ETA %s%s",
                tty_ ? "\r" : "", static_cast<long>(at.epoch + 1), static_cast<long>(c_.epochs),
                task_.step_name(), static_cast<long>(at.batch + 1),
-               static_cast<long>(steps_per_epoch), mean, quality, r.lr, s.count * world / step_s,
-               task_.item_name(), format_duration(eta).c_str(), tty_ ? "   " : "\n");
+               static_cast<long>(steps_per_epoch()), mean, quality, r.lr,
+               r.loss.count * comm_.size() / step_s, task_.item_name(),
+               format_duration(eta).c_str(), tty_ ? "   " : "\n");
 }
 
 void TrainingLoop::end_epoch(int64_t epoch, double epoch_s) {

@@ -22,7 +22,7 @@
 // Where the per-sample sums are missing (no aux provider, or a layer that cannot provide
 // them: BatchNorm), v += g^2 / B, a lower bound of s / B^2 (Cauchy-Schwarz: sum g_i^2 >=
 // (sum g_i)^2 / B); such elements are sent more eagerly. B is --sp batch when no provider
-// is installed; SqGradients knows the real batch size.
+// is installed; SqGradients (sparsify/sq_gradients.h) knows the real batch size.
 #pragma once
 
 #include <functional>
@@ -67,32 +67,6 @@ class Vgc : public Sparsifier {
   double alpha_, zeta_, tau_;
   int64_t batch_;
   std::map<int, DeviceState> v_;
-};
-
-// g^2 / B: the fallback estimate of s / B^2 for n elements of raw gradient g.
-void sq_grad_fallback(const float* g, int64_t n, int64_t batch, float* out);
-
-// The per-sample squared-gradient sums VGC reads: one flat buffer laid out like
-// FlatParams' gradients, each Param::sq_grad a view of it (so the layers fill it in
-// place), and the hook's aux provider handing out a bucket's slice. Parameters whose
-// layer does not provide the sums get sq_grad_fallback() from their gradient.
-// Usage (the trainer): construct after FlatParams, install `provider()` on the hook,
-// call zero() with FlatParams::zero_grads() before every backward.
-class SqGradients {
- public:
-  SqGradients(FlatParams& flat, int64_t batch_per_rank);
-  ~SqGradients();
-  void zero() { flat_sq_.zero(); }
-  // The provider: the bucket's slice, fallback estimates filled in. Communication thread.
-  Tensor bucket(const Bucket& b);
-  std::function<Tensor(const Bucket&)> provider() {
-    return [this](const Bucket& b) { return bucket(b); };
-  }
-
- private:
-  FlatParams& flat_;
-  int64_t batch_;
-  Tensor flat_sq_;
 };
 
 }  // namespace st

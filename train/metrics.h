@@ -26,7 +26,6 @@ class MetricsWriter {
   MetricsWriter(MetricsWriter&& o) noexcept;
   MetricsWriter& operator=(MetricsWriter&& o) noexcept;
 
-  bool is_open() const { return file_ != nullptr; }
   void write(const MetricRow& row);
 
  private:

@@ -5,17 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <csignal>
-
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <iterator>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
@@ -27,11 +22,15 @@
 #include "optim/make_optimizer.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
-#include "sparsify/vgc.h"
+#include "sparsify/sq_gradients.h"
+#include "train/checkpoint_schedule.h"
 #include "train/config_check.h"
+#include "train/epoch_sums.h"
 #include "train/mixed_precision.h"
 #include "train/sparsify_checkpoint.h"
-#include "train/trace.h"
+#include "train/step_observer.h"
+#include "train/step_timing.h"
+#include "train/trace_observer.h"
 #include "train/train_common.h"
 
 namespace st {
@@ -55,60 +54,16 @@ void check_sq_grad_support(FlatParams& flat, const std::string& sparsifier) {
              p->value.shape().str(), " does not provide (only Linear and Conv2d layers do)");
 }
 
-// Graceful stop: the first SIGINT, SIGTERM, SIGUSR1 (SLURM's warning before a time
-// limit, with --signal) or SIGHUP (a lost terminal) asks the loop to finish its step,
-// write a checkpoint and return; a second one exits at once, saying so.
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGUSR1, SIGHUP};
-std::atomic<int> g_stop_signal{0};
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGUSR1:
-      return "SIGUSR1";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return "a signal";
-  }
+// The per-sample squared-gradient sums the run's sparsifier reads as the hook's side
+// input, when it reads them (null otherwise): the one place the loop asks.
+std::unique_ptr<SqGradients> attach_sq_gradients(const TrainConfig& c, FlatParams& flat,
+                                                 SparsifyHook* sparsify) {
+  if (!sparsify || !sparsifier_uses_sq_grads(c.sparsifier)) return nullptr;
+  check_sq_grad_support(flat, c.sparsifier);
+  auto sq = std::make_unique<SqGradients>(flat, c.batch_size * c.accum_steps);
+  sparsify->set_aux_provider(sq->provider());
+  return sq;
 }
-
-void on_stop_signal(int sig) {
-  if (g_stop_signal.exchange(sig) == 0) return;
-  // Only async-signal-safe calls here. A checkpoint being written is a temporary file
-  // until its rename, so the previous checkpoint stays whole.
-  static const char kMsg[] =
-      "sparsetrain: second stop signal: exiting now; a checkpoint being written is "
-      "abandoned and the previous one kept\n";
-  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
-  std::_Exit(128 + sig);
-}
-
-// Installs the handlers for the loop's lifetime and restores the previous ones.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    for (size_t i = 0; i < std::size(kStopSignals); ++i)
-      previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
-  }
-  ~StopSignals() {
-    for (size_t i = 0; i < std::size(kStopSignals); ++i) std::signal(kStopSignals[i], previous_[i]);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  void (*previous_[std::size(kStopSignals)])(int);
-};
-
-// Checkpoint metadata: "loss_sum items correct" of the epoch so far, over all ranks.
-const char* kEpochSums = "epoch_sums";
-// The same, each rank's: "loss_sum items correct;..." in rank order.
-const char* kEpochSumsByRank = "epoch_sums_by_rank";
 
 // The files a run writes into --out.
 const char* const kRunFiles[] = {"config.json",          "iterations.csv", "iterations.jsonl",
@@ -212,23 +167,24 @@ ReducerOptions reducer_options(const TrainConfig& c, const TrainingTask& task) {
   return ro;
 }
 
-// One step's timings (ms) and learning rate.
-struct StepTimes {
-  double data = 0, fwd = 0, bwd = 0, comm = 0, opt = 0;
+// What a step's metrics row reports besides its phase times.
+struct StepReport {
+  StepLoss loss;  // summed over the micro-batches until log_step takes the mean per item
   float lr = 0;
-  double compute() const { return fwd + bwd + comm + opt; }
+  double grad_norm = 0;  // of the local clip, when the task clips before the exchange
 };
 
 class TrainingLoop {
  public:
   TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicator& comm);
   ~TrainingLoop() {
-    task_.model().set_backward_observer(nullptr, "");
     if (c_.sync_bn) install_sync_bn(false);
   }
   LoopResult run();
 
  private:
+  // After the resume: the run's last step and the observers of its steps.
+  void plan_steps();
   void resume();
   // The checkpoint's position lies inside an epoch and leaves the step counter room.
   void check_resume_position(const TrainPosition& at) const;
@@ -239,11 +195,18 @@ class TrainingLoop {
   // communication thread, in order with the bucket exchanges backward overlaps).
   void install_sync_bn(bool on);
   void open_logs();
-  // Runs optimiser step `b` of `epoch` (--accum-steps micro-batches); false at the end
-  // of the epoch.
-  bool step(int64_t epoch, int64_t b, StepLoss& out, StepTimes& t);
-  // Forward and backward of micro-batch `k` of step `b`, adding to the step's sums.
-  bool micro_batch(int64_t epoch, int64_t b, int k, int group, StepLoss& s, StepTimes& t);
+  // Runs optimiser step `at` (--accum-steps micro-batches); false at the end of the epoch.
+  bool step(const StepAt& at);
+  // The parts of a step, in order.
+  float set_lr(const StepAt& at);
+  void zero_grads();
+  bool load_data();
+  void forward(const StepAt& at, int k, StepLoss& sum);
+  void backward(int k, int group);
+  double finish_exchange();
+  void update();
+  void log_step(const StepAt& at, StepReport& r);
+  void print_progress(const StepAt& at, const StepReport& r) const;
   // Optimiser steps per epoch: the task's micro-batches / --accum-steps, rounded up (the
   // epoch's last step takes the micro-batches left over).
   int64_t steps_per_epoch() const {
@@ -254,12 +217,8 @@ class TrainingLoop {
     return static_cast<int>(
         std::min<int64_t>(c_.accum_steps, task_.steps_per_epoch() - b * c_.accum_steps));
   }
-  void log_step(int64_t epoch, int64_t b, const StepLoss& s, const StepTimes& t);
   void end_epoch(int64_t epoch, double epoch_s);
   void checkpoint(const TrainPosition& at);
-  // A mid-epoch checkpoint's running sums of the epoch, and their restore on --resume.
-  void save_epoch_sums(std::map<std::string, std::string>& meta);
-  void restore_epoch_sums(const std::map<std::string, std::string>& saved);
   // "The last good checkpoint is <path>" (checkpoints are written only when finite), or
   // that there is none yet.
   std::string last_good_checkpoint() const {
@@ -275,16 +234,8 @@ class TrainingLoop {
   void save_buffers();
   void restore_buffers();
   TrainingTask::Evaluation evaluate(bool epoch_end);
-  // After each step: a stop signal on any rank, or --checkpoint-minutes elapsed on rank 0.
-  struct Requests {
-    bool stop = false, checkpoint = false;
-  };
-  Requests poll_requests();
-  // After step `b` of `epoch`: checkpoints, the trace and the stop conditions; true when
-  // the run ends here.
-  bool end_step(int64_t epoch, int64_t b);
   void report_interrupt();
-  void finish_trace();
+  void stop_at_limit();
   LoopResult finish();
 
   const TrainConfig& c_;
@@ -296,6 +247,7 @@ class TrainingLoop {
   FlatParams flat_;
   MixedPrecision precision_;
   std::shared_ptr<SparsifyHook> sparsify_;
+  // Declared before the reducer, whose exchanges read it until the reducer is gone.
   std::unique_ptr<SqGradients> sq_grads_;
   std::unique_ptr<Reducer> reducer_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -303,23 +255,13 @@ class TrainingLoop {
   TrainPosition pos_;
   MetricsWriter iter_log_, epoch_log_;
   LoopResult result_;
-  Timer wall_, since_checkpoint_;
-  int64_t start_step_ = 0, total_steps_ = 0;
-  // Exponential average of the step time (ETA) and the mean without the first 5 steps.
-  double step_seconds_ = 0, step_ms_sum_ = 0, all_ms_sum_ = 0;
-  int64_t step_ms_count_ = 0;
-  // Epoch sums of this rank: loss x items, items, correct; and those of the part of the
-  // epoch before a mid-epoch checkpoint this run resumed from (all ranks', on rank 0).
-  double loss_sum_ = 0, seen_ = 0;
-  int64_t correct_ = 0;
-  double resumed_sums_[3] = {0, 0, 0};
-  // Trace window (per-layer backward spans included).
-  TraceWriter trace_;
-  int64_t trace_begin_ = 0, trace_end_ = 0;
-  bool tracing_ = false, trace_written_ = false;
-  bool stop_after_epoch_ = false;
-  double grad_norm_ = 0;
+  Timer wall_;
+  int64_t total_steps_ = 0;
+  EpochSums sums_;
   std::vector<Tensor> saved_buffers_;  // fp16: the buffers before the current step
+  StepObservers observers_;
+  StepTiming* timing_ = nullptr;
+  CheckpointSchedule* schedule_ = nullptr;
 };
 
 TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicator& comm)
@@ -331,15 +273,10 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
       tty_(isatty(STDERR_FILENO)),
       flat_(task.model(), task.device()),
       precision_(c, task.model()),
-      optimizer_(make_optimizer(c.optimizer, flat_.params(), optimizer_options(c))),
-      trace_(comm.rank()) {
+      optimizer_(make_optimizer(c.optimizer, flat_.params(), optimizer_options(c))) {
   broadcast_model(task_.model(), flat_, comm_);
   std::shared_ptr<BucketHook> hook = make_exchange_hook(c_, sparsify_);
-  if (sparsify_ && sparsifier_uses_sq_grads(c_.sparsifier)) {
-    check_sq_grad_support(flat_, c_.sparsifier);
-    sq_grads_ = std::make_unique<SqGradients>(flat_, c_.batch_size * c_.accum_steps);
-    sparsify_->set_aux_provider(sq_grads_->provider());
-  }
+  sq_grads_ = attach_sq_gradients(c_, flat_, sparsify_.get());
   reducer_ = std::make_unique<Reducer>(flat_, comm_, hook, reducer_options(c_, task_));
   if (c_.sync_bn) install_sync_bn(true);
   if (c_.print_buckets && leader_) std::fputs(reducer_->describe_plan().c_str(), stderr);
@@ -350,16 +287,30 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   ckpt_path_ = (fs::path(c_.out) / "checkpoint.safetensors").string();
   if (!c_.resume.empty()) resume();
   open_logs();
-  start_step_ = result_.steps = pos_.step;
+  plan_steps();
+}
+
+void TrainingLoop::plan_steps() {
+  const int64_t start = result_.steps = pos_.step;
   // Counted from the resumed position, not as epochs x steps per epoch: a checkpoint of
   // another number of ranks took another number of steps per epoch to get here.
   const int64_t left = (c_.epochs - pos_.epoch) * steps_per_epoch() - pos_.batch / c_.accum_steps;
-  total_steps_ = std::min<int64_t>(c_.max_iters > 0 ? c_.max_iters : INT64_MAX, pos_.step + left);
+  total_steps_ = std::min<int64_t>(c_.max_iters > 0 ? c_.max_iters : INT64_MAX, start + left);
+  // Told in this order after each step: timing closes it, a checkpoint is written, the
+  // trace window closes.
+  timing_ = &observers_.add(std::make_unique<StepTiming>());
+  const CheckpointSchedule::Plan plan{c_.checkpoint_every, c_.checkpoint_minutes,
+                                      total_steps_,        steps_per_epoch(),
+                                      c_.accum_steps,      task_.steps_per_epoch()};
+  schedule_ = &observers_.add(std::make_unique<CheckpointSchedule>(
+      plan, comm_, [this](const TrainPosition& at) { checkpoint(at); }));
+  if (c_.trace.empty()) return;
   // Trace steps [5, 5 + trace_iters) of this run, or its last trace_iters steps when the
   // run is shorter than that.
-  trace_begin_ = std::min(start_step_ + 5, std::max(start_step_, total_steps_ - c_.trace_iters));
-  trace_end_ = trace_begin_ + c_.trace_iters;
-  if (!c_.trace.empty()) trace_layer_backward(task_.model(), trace_, tracing_);
+  const int64_t first = std::min(start + 5, std::max(start, total_steps_ - c_.trace_iters));
+  observers_.add(
+      std::make_unique<TraceObserver>(TraceObserver::Window{c_.trace, first, c_.trace_iters, start},
+                                      task_.model(), *reducer_, comm_));
 }
 
 void TrainingLoop::install_sync_bn(bool on) {
@@ -402,7 +353,7 @@ void TrainingLoop::resume() {
         check_resume_position(at);
       },
       c_.allow_unknown_tensors);
-  if (pos_.batch > 0) restore_epoch_sums(saved);
+  if (pos_.batch > 0) sums_.restore(saved, comm_);
   resume_exchange(c_, pos_.step, *reducer_, sparsify_.get(), comm_);
   task_.restore(c_.resume, saved, pos_);
   precision_.restore(saved, c_.resume);
@@ -486,55 +437,11 @@ TrainingTask::Evaluation TrainingLoop::evaluate(bool epoch_end) {
   return ev;
 }
 
-TrainingLoop::Requests TrainingLoop::poll_requests() {
-  const bool due = c_.checkpoint_minutes > 0 && leader_ &&
-                   since_checkpoint_.seconds() >= 60.0 * c_.checkpoint_minutes;
-  float flags[2] = {g_stop_signal.load() != 0 ? 1.0f : 0.0f, due ? 1.0f : 0.0f};
-  if (comm_.size() > 1) {
-    Tensor t = Tensor::from_vector({flags[0], flags[1]}, {2});
-    comm_.allreduce(t, ReduceOp::Max);
-    flags[0] = t.f32()[0];
-    flags[1] = t.f32()[1];
-  }
-  return {flags[0] > 0, flags[1] > 0};
-}
-
-void TrainingLoop::save_epoch_sums(std::map<std::string, std::string>& meta) {
-  // The epoch's running sums over all ranks (older readers use them) and each rank's
-  // own, which a resume on as many ranks restores rank by rank, so the epoch's reduction
-  // adds the same numbers in the same order as an uninterrupted run.
-  double sums[3] = {loss_sum_, seen_, static_cast<double>(correct_)};
-  char text[80];
-  std::snprintf(text, sizeof text, "%.17g %.17g %.17g", sums[0], sums[1], sums[2]);
-  const std::vector<std::string> rows = comm_.gather_bytes(text, 0);
-  for (double& v : sums) v = comm_.allreduce_scalar(v);
-  std::snprintf(text, sizeof text, "%.17g %.17g %.17g", sums[0], sums[1], sums[2]);
-  meta[kEpochSums] = text;
-  std::string by_rank;
-  for (const std::string& row : rows) by_rank += (by_rank.empty() ? "" : ";") + row;
-  meta[kEpochSumsByRank] = by_rank;
-}
-
-void TrainingLoop::restore_epoch_sums(const std::map<std::string, std::string>& saved) {
-  const std::string* by_rank = meta_find(saved, kEpochSumsByRank);
-  const std::string* total = meta_find(saved, kEpochSums);
-  std::string mine;
-  if (by_rank) {
-    std::istringstream rows(*by_rank);
-    for (int r = 0; r <= comm_.rank() && std::getline(rows, mine, ';');) ++r;
-  } else if (total && leader_) {
-    mine = *total;
-  }
-  std::istringstream in(mine);
-  in >> resumed_sums_[0] >> resumed_sums_[1] >> resumed_sums_[2];
-}
-
 void TrainingLoop::checkpoint(const TrainPosition& at) {
   sync_buffers();
-  since_checkpoint_.reset();
   std::vector<std::pair<std::string, Tensor>> extra;
   std::map<std::string, std::string> meta = metadata();
-  if (at.batch > 0) save_epoch_sums(meta);
+  if (at.batch > 0) sums_.save(meta, comm_);
   task_.checkpoint_state(extra, meta);
   precision_.save(meta);
   if (sparsify_)
@@ -552,33 +459,66 @@ void TrainingLoop::checkpoint(const TrainPosition& at) {
   if (at.batch == 0) copy_checkpoint(ckpt_path_, epoch_end_path(ckpt_path_));
 }
 
-bool TrainingLoop::micro_batch(int64_t epoch, int64_t b, int k, int group, StepLoss& s,
-                               StepTimes& t) {
-  const int64_t accum = c_.accum_steps;
-  Timer timer;
-  const auto t_data = TraceWriter::Clock::now();
-  if (!task_.load_batch()) return false;
-  t.data += timer.ms();
-  if (k == 0) {
-    t.lr = task_.lr(epoch, b * accum);
-    optimizer_->set_lr(t.lr);
+// One optimiser step: data, forward, backward with the exchange, optimiser, metrics.
+// Observers time the phases, trace them and checkpoint after the step.
+bool TrainingLoop::step(const StepAt& at) {
+  const int group = group_size(at.batch);
+  if (group <= 0) return false;
+  observers_.step_begin(at);
+  StepReport r;
+  r.lr = set_lr(at);
+  zero_grads();
+  for (int k = 0; k < group; ++k) {
+    if (!load_data()) return false;
+    forward(at, k, r.loss);
+    // The last micro-batch's buckets are exchanged while its backward goes on.
+    observers_.timed(Phase::Backward, [&] { backward(k, group); });
   }
-  const auto t_fwd = TraceWriter::Clock::now();
-  if (tracing_) trace_.span("data wait", "data", t_data, t_fwd);
-  timer.reset();
-  const StepLoss m = task_.forward_loss();
-  t.fwd += timer.ms();
+  r.grad_norm = finish_exchange();
+  observers_.timed(Phase::Update, [&] { update(); });
+  ++result_.steps;
+  log_step(at, r);
+  observers_.step_end(at);
+  return true;
+}
+
+// The learning rate of the step's first micro-batch.
+float TrainingLoop::set_lr(const StepAt& at) {
+  const float lr = task_.lr(at.epoch, at.batch * c_.accum_steps);
+  optimizer_->set_lr(lr);
+  return lr;
+}
+
+void TrainingLoop::zero_grads() {
+  flat_.zero_grads();
+  if (sq_grads_) sq_grads_->zero();
+  if (precision_.scales_loss()) save_buffers();
+}
+
+// The next micro-batch's input; false when the epoch's data ended.
+bool TrainingLoop::load_data() {
+  observers_.phase_begin(Phase::Data);
+  if (!task_.load_batch()) return false;
+  observers_.phase_end(Phase::Data);
+  return true;
+}
+
+// Forward of micro-batch `k`, its loss added to `sum`.
+void TrainingLoop::forward(const StepAt& at, int k, StepLoss& sum) {
+  const StepLoss m = observers_.timed(Phase::Forward, [&] { return task_.forward_loss(); });
   if (!std::isfinite(m.loss))
-    ST_THROW("loss is ", m.loss, " at iteration ", result_.steps, " (epoch ", epoch, ", ",
-             task_.step_name(), " ", b * accum + k, "); stopping. ", last_good_checkpoint(),
-             " (try a lower --lr or --clip)");
-  s.loss += m.loss * static_cast<float>(m.count);
-  s.count += m.count;
-  s.correct += m.correct;
-  timer.reset();
-  const auto t_bwd = TraceWriter::Clock::now();
-  // Only the last micro-batch's backward exchanges (DDP's no_sync for the others), so
-  // overlap is kept and error feedback sees one exchange per optimiser step.
+    ST_THROW("loss is ", m.loss, " at iteration ", result_.steps, " (epoch ", at.epoch, ", ",
+             task_.step_name(), " ", at.batch * c_.accum_steps + k, "); stopping. ",
+             last_good_checkpoint(), " (try a lower --lr or --clip)");
+  sum.loss += m.loss * static_cast<float>(m.count);
+  sum.count += m.count;
+  sum.correct += m.correct;
+}
+
+// Backward of micro-batch `k` of `group`. Only the last one's backward exchanges (DDP's
+// no_sync for the others), so overlap is kept and error feedback sees one exchange per
+// optimiser step; its buckets launch as they fill.
+void TrainingLoop::backward(int k, int group) {
   if (k + 1 == group) reducer_->begin_backward();
   Tensor dy = task_.loss_grad();
   // The step's gradient is the mean over its micro-batches; fp16 scales the loss.
@@ -586,94 +526,75 @@ bool TrainingLoop::micro_batch(int64_t epoch, int64_t b, int k, int group, StepL
   if (factor != 1.0f) scale_inplace(dy, factor);
   task_.model().backward(dy);
   task_.after_step();
-  t.bwd += timer.ms();
-  if (tracing_) {
-    trace_.span("forward", "forward", t_fwd, t_bwd);
-    trace_.span("backward step " + std::to_string(result_.steps), "backward", t_bwd,
-                TraceWriter::Clock::now());
-  }
-  return true;
 }
 
-bool TrainingLoop::step(int64_t epoch, int64_t b, StepLoss& s, StepTimes& t) {
-  s = StepLoss{};
-  t = StepTimes{};
-  tracing_ = !c_.trace.empty() && result_.steps >= trace_begin_ && result_.steps < trace_end_;
-  // Every rank's clock starts at one barrier right before the traced window.
-  if (tracing_ && result_.steps == trace_begin_) trace_.sync_origin(comm_);
-  reducer_->set_tracing(tracing_);
-  flat_.zero_grads();
-  if (sq_grads_) sq_grads_->zero();
-  if (precision_.scales_loss()) save_buffers();
-  // The epoch's last group takes the micro-batches left over (fewer than --accum-steps),
-  // and its gradient is the mean over those.
-  const int group = group_size(b);
-  if (group <= 0) return false;
-  for (int k = 0; k < group; ++k)
-    if (!micro_batch(epoch, b, k, group, s, t)) return false;
-  s.loss /= static_cast<float>(s.count);
-  Timer timer;
-  const bool local_clip = task_.clips_before_exchange() && c_.clip > 0;
-  // Clip this rank's gradient before the exchange (the buckets are still waiting).
-  grad_norm_ = local_clip ? clip_grad_norm(flat_.params(), c_.clip) : 0.0;
-  const double clip_ms = timer.ms();
-  // Exposed communication: what backward did not hide.
-  t.comm = reducer_->finalize();
-  timer.reset();
-  const auto t_opt = TraceWriter::Clock::now();
-  // fp16: an overflowed step is skipped (the loss scaler lowers its scale).
-  if (precision_.unscale_and_check(flat_.grads(), comm_)) {
-    if (!task_.clips_before_exchange() && c_.clip > 0) clip_grad_norm(flat_.params(), c_.clip);
-    optimizer_->step();
-  } else {
+// The local clip (the buckets are still waiting for it), then the exposed wait for the
+// exchange: what backward did not hide. Returns the local clip's norm (0 without one).
+double TrainingLoop::finish_exchange() {
+  double norm = 0;
+  if (task_.clips_before_exchange() && c_.clip > 0)
+    norm = observers_.timed(Phase::Clip, [&] { return clip_grad_norm(flat_.params(), c_.clip); });
+  observers_.timed(Phase::Exchange, [&] { reducer_->finalize(); });
+  return norm;
+}
+
+// fp16: an overflowed step is skipped (the loss scaler lowers its scale).
+void TrainingLoop::update() {
+  if (!precision_.unscale_and_check(flat_.grads(), comm_)) {
     restore_buffers();
+    return;
   }
-  t.opt = timer.ms() + clip_ms;  // clipping counts as optimiser work
-  if (tracing_) {
-    trace_reducer_timeline(trace_, *reducer_);
-    trace_.span("sgd step", "optimizer", t_opt, TraceWriter::Clock::now());
-  }
-  return true;
+  if (!task_.clips_before_exchange() && c_.clip > 0) clip_grad_norm(flat_.params(), c_.clip);
+  optimizer_->step();
 }
 
-void TrainingLoop::log_step(int64_t epoch, int64_t b, const StepLoss& s, const StepTimes& t) {
-  const int world = comm_.size();
-  const bool acc = task_.quality() == QualityMetric::Accuracy;
+// The step's metrics row, and every --log-every steps (and at an epoch's last) the
+// progress line.
+void TrainingLoop::log_step(const StepAt& at, StepReport& r) {
+  StepLoss& s = r.loss;
+  s.loss /= static_cast<float>(s.count);  // the sum over the micro-batches becomes the mean
+  const StepTimes& t = timing_->times();
+  sums_.add(s.loss, s.count, s.correct);
   const double iter_s = (t.data + t.compute()) / 1e3;
-  step_seconds_ = result_.steps - start_step_ == 1 ? iter_s : 0.9 * step_seconds_ + 0.1 * iter_s;
-  MetricRow row{{"epoch", epoch},
-                {"iter", b},
+  MetricRow row{{"epoch", at.epoch},
+                {"iter", at.batch},
                 {"step", result_.steps},
                 {"loss", static_cast<double>(s.loss)}};
-  if (acc)
+  if (task_.quality() == QualityMetric::Accuracy)
     row.push_back({"acc", 100.0 * static_cast<double>(s.correct) / s.count});
   else
     row.push_back({"ppl", perplexity(s.loss)});
-  row.push_back({"lr", static_cast<double>(t.lr)});
-  if (task_.clips_before_exchange()) row.push_back({"grad_norm", grad_norm_});
-  row.insert(row.end(), {{std::string(task_.item_name()) + "_per_s", s.count * world / iter_s},
-                         {"data_ms", t.data},
-                         {"fwd_ms", t.fwd},
-                         {"bwd_ms", t.bwd},
-                         {"comm_ms", t.comm},
-                         {"opt_ms", t.opt},
-                         {"wall_s", wall_.seconds()}});
+  row.push_back({"lr", static_cast<double>(r.lr)});
+  if (task_.clips_before_exchange()) row.push_back({"grad_norm", r.grad_norm});
+  row.insert(row.end(),
+             {{std::string(task_.item_name()) + "_per_s", s.count * comm_.size() / iter_s},
+              {"data_ms", t.data},
+              {"fwd_ms", t.fwd},
+              {"bwd_ms", t.bwd},
+              {"comm_ms", t.comm},
+              {"opt_ms", t.opt},
+              {"wall_s", wall_.seconds()}});
   if (sparsify_) add_sparsify_metrics(sparsify_->take_stats(), row);
   precision_.add_metrics(row);
   iter_log_.write(row);
-  const int64_t steps_per_epoch = this->steps_per_epoch();
-  if (quiet_ || (result_.steps % c_.log_every != 0 && b + 1 != steps_per_epoch)) return;
-  const double eta = step_seconds_ * static_cast<double>(total_steps_ - result_.steps);
-  const double mean = loss_sum_ / seen_;
+  if (quiet_ || (result_.steps % c_.log_every != 0 && at.batch + 1 != steps_per_epoch())) return;
+  print_progress(at, r);
+}
+
+void TrainingLoop::print_progress(const StepAt& at, const StepReport& r) const {
+  const double step_s = timing_->seconds_per_step();
+  const double eta = step_s * static_cast<double>(total_steps_ - result_.steps);
+  const double mean = sums_.loss_sum() / sums_.items();
   char quality[32];
-  if (acc)
-    std::snprintf(quality, sizeof quality, "acc %.1f%%", 100.0 * correct_ / seen_);
+  if (task_.quality() == QualityMetric::Accuracy)
+    std::snprintf(quality, sizeof quality, "acc %.1f%%", 100.0 * sums_.correct() / sums_.items());
   else
     std::snprintf(quality, sizeof quality, "ppl %.1f", perplexity(mean));
   std::fprintf(stderr, "%sepoch %ld/%ld  %s %ld/%ld  loss %.4f  %s  lr %.4g  %.0f %s/s  ETA %s%s",
-               tty_ ? "\r" : "", static_cast<long>(epoch + 1), static_cast<long>(c_.epochs),
-               task_.step_name(), static_cast<long>(b + 1), static_cast<long>(steps_per_epoch),
-               mean, quality, t.lr, s.count * world / step_seconds_, task_.item_name(),
+               tty_ ? "\r" : "", static_cast<long>(at.epoch + 1), static_cast<long>(c_.epochs),
+               task_.step_name(), static_cast<long>(at.batch + 1),
+               static_cast<long>(steps_per_epoch()), mean, quality, r.lr,
+               r.loss.count * comm_.size() / step_s, task_.item_name(),
                format_duration(eta).c_str(), tty_ ? "   " : "\n");
 }
 
@@ -681,9 +602,9 @@ void TrainingLoop::end_epoch(int64_t epoch, double epoch_s) {
   result_.last_eval = evaluate(true);
   const float epoch_lr = task_.end_epoch(epoch, result_.last_eval);
   // The epoch's training loss (and accuracy) over all ranks.
-  const double loss_sum = comm_.allreduce_scalar(loss_sum_);
-  const double seen = comm_.allreduce_scalar(seen_);
-  const double correct = comm_.allreduce_scalar(static_cast<double>(correct_));
+  const double loss_sum = comm_.allreduce_scalar(sums_.loss_sum());
+  const double seen = comm_.allreduce_scalar(sums_.items());
+  const double correct = comm_.allreduce_scalar(static_cast<double>(sums_.correct()));
   const double train_loss = seen > 0 ? loss_sum / seen : 0.0;
   const bool acc = task_.quality() == QualityMetric::Accuracy;
   MetricRow row{{"epoch", epoch}, {"step", result_.steps}, {"train_loss", train_loss}};
@@ -696,7 +617,7 @@ void TrainingLoop::end_epoch(int64_t epoch, double epoch_s) {
   row.insert(row.end(),
              {{"epoch_s", epoch_s}, {"wall_s", wall_.seconds()}, {"peak_rss_mb", peak_rss_mb()}});
   epoch_log_.write(row);
-  checkpoint({epoch + 1, 0, result_.steps});
+  schedule_->save({epoch + 1, 0, result_.steps});
   if (quiet_) return;
   char quality[32];
   if (acc)
@@ -709,64 +630,28 @@ void TrainingLoop::end_epoch(int64_t epoch, double epoch_s) {
                result_.last_eval.summary.c_str());
 }
 
-// Collective: every rank's timeline goes into rank 0's file. Whether the trace is empty
-// depends only on the step count, so all ranks take the same branch.
-void TrainingLoop::finish_trace() {
-  if (c_.trace.empty() || trace_written_) return;
-  trace_written_ = true;
-  if (trace_.empty()) {
-    if (!leader_) return;
-    std::fprintf(stderr,
-                 "note: no trace written to %s: the run took %ld step(s), and the trace "
-                 "starts at its step %ld\n",
-                 c_.trace.c_str(), static_cast<long>(result_.steps - start_step_),
-                 static_cast<long>(trace_begin_ - start_step_));
-    return;
-  }
-  trace_.write_all_ranks(c_.trace, comm_);
-}
-
 LoopResult TrainingLoop::finish() {
-  finish_trace();
+  observers_.run_end();
   result_.seconds = wall_.seconds();
-  const int64_t all = result_.steps - start_step_;
-  result_.mean_step_ms = step_ms_count_ ? step_ms_sum_ / step_ms_count_
-                         : all > 0      ? all_ms_sum_ / all
-                                        : 0.0;
+  result_.mean_step_ms = timing_->mean_step_ms();
   return result_;
 }
 
 void TrainingLoop::report_interrupt() {
-  result_.interrupted_by = g_stop_signal.load();
+  result_.interrupted_by = StopSignals::received();
   if (leader_)
     std::fprintf(stderr,
                  "%sinterrupted by %s at step %ld; checkpoint %s (continue with --resume %s)\n",
-                 tty_ ? "\n" : "", signal_name(result_.interrupted_by),
+                 tty_ ? "\n" : "", StopSignals::name(result_.interrupted_by),
                  static_cast<long>(result_.steps), ckpt_path_.c_str(), ckpt_path_.c_str());
 }
 
-bool TrainingLoop::end_step(int64_t epoch, int64_t b) {
-  const bool epoch_done = b + 1 >= steps_per_epoch();
-  const Requests req = poll_requests();
-  const bool limit = result_.steps >= total_steps_ && !epoch_done;
-  // At an epoch's last step the epoch end evaluates and checkpoints first.
-  stop_after_epoch_ = req.stop && epoch_done;
-  const bool interrupt = req.stop && !epoch_done;
-  const bool every = c_.checkpoint_every > 0 && result_.steps % c_.checkpoint_every == 0;
-  if (limit || interrupt || every || (req.checkpoint && !epoch_done))
-    checkpoint({epoch, std::min((b + 1) * c_.accum_steps, task_.steps_per_epoch()), result_.steps});
-  if (result_.steps == trace_end_) finish_trace();
-  if (interrupt) {
-    report_interrupt();
-    return true;
-  }
-  if (!limit) return false;
+void TrainingLoop::stop_at_limit() {
   result_.last_eval = evaluate(false);
   if (!quiet_)
     std::fprintf(stderr, "%sstopped at step %ld (--max-iters): %s; checkpoint %s\n",
                  tty_ ? "\n" : "", static_cast<long>(result_.steps),
                  result_.last_eval.summary.c_str(), ckpt_path_.c_str());
-  return true;
 }
 
 LoopResult TrainingLoop::run() {
@@ -776,28 +661,20 @@ LoopResult TrainingLoop::run() {
     const int64_t first = epoch == pos_.epoch ? pos_.batch : 0;
     task_.start_epoch(epoch, first);
     Timer epoch_timer;
-    const bool resumed = epoch == pos_.epoch && first > 0;
-    loss_sum_ = resumed ? resumed_sums_[0] : 0.0;
-    seen_ = resumed ? resumed_sums_[1] : 0.0;
-    correct_ = resumed ? static_cast<int64_t>(resumed_sums_[2]) : 0;
-    StepLoss s;
-    StepTimes t;
-    for (int64_t b = first / c_.accum_steps;; ++b) {
-      if (!step(epoch, b, s, t)) break;
-      loss_sum_ += static_cast<double>(s.loss) * s.count;
-      seen_ += s.count;
-      correct_ += s.correct;
-      ++result_.steps;
-      all_ms_sum_ += t.compute();
-      if (result_.steps - start_step_ > 5) {
-        step_ms_sum_ += t.compute();
-        ++step_ms_count_;
+    sums_.begin_epoch(epoch == pos_.epoch && first > 0);
+    for (int64_t b = first / c_.accum_steps; step({epoch, b, result_.steps}); ++b) {
+      // The checkpoint schedule decided after the step.
+      if (schedule_->interrupted()) {
+        report_interrupt();
+        return finish();
       }
-      log_step(epoch, b, s, t);
-      if (end_step(epoch, b)) return finish();
+      if (schedule_->at_limit()) {
+        stop_at_limit();
+        return finish();
+      }
     }
     end_epoch(epoch, epoch_timer.seconds());
-    if (stop_after_epoch_) {
+    if (schedule_->stop_after_epoch()) {
       report_interrupt();
       break;
     }

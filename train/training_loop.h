@@ -5,9 +5,11 @@
 // how a step's input is produced, the loss, evaluation, carried state and its
 // checkpointing, whether clipping happens before the exchange, and the LR policy.
 //
-// Per step: task.load_batch() (timed as data) -> task.forward_loss() -> backward with the
-// reducer exchanging buckets as they become ready -> [local clip] -> finalize (exposed
-// communication) -> [global clip] -> SGD step -> task.after_step().
+// Per step: task.load_batch() -> task.forward_loss() -> backward with the reducer
+// exchanging buckets as they become ready, task.after_step() -> [local clip] -> finalize
+// (exposed communication) -> [global clip] -> optimiser step -> metrics. Phase timing,
+// the trace and the checkpoint schedule watch the step as observers
+// (train/step_observer.h).
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,7 @@
 #include "layers/linear.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "sparsify/sq_gradients.h"
 #include "sparsify/vgc.h"
 #include "tests/sparsify/host_forms.h"
 

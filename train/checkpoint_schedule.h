@@ -1,0 +1,75 @@
+// When a run writes mid-epoch checkpoints and when it stops, as a step observer: after
+// every step it asks all ranks whether a stop signal arrived or --checkpoint-minutes
+// elapsed (rank 0's clock), and checkpoints every --checkpoint-every steps, on those
+// requests and at --max-iters. The loop reads the decision after the step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "core/timer.h"
+#include "train/checkpoint.h"
+#include "train/step_observer.h"
+
+namespace st {
+
+class Communicator;
+
+// Graceful stop: the first SIGINT, SIGTERM, SIGUSR1 (SLURM's warning before a time
+// limit, with --signal) or SIGHUP (a lost terminal) asks the loop to finish its step,
+// write a checkpoint and return; a second one exits at once, saying so. The handlers are
+// installed for the object's lifetime and the previous ones restored after.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  // The first stop signal received while installed, 0 = none.
+  static int received();
+  static const char* name(int sig);
+
+ private:
+  static constexpr int kCount = 4;
+  void (*previous_[kCount])(int);
+};
+
+class CheckpointSchedule : public StepObserver {
+ public:
+  struct Plan {
+    int64_t every = 0;            // --checkpoint-every (0 = off)
+    double minutes = 0;           // --checkpoint-minutes (0 = off)
+    int64_t last_step = 0;        // the run's end: --max-iters or the last epoch's last step
+    int64_t steps_per_epoch = 0;  // optimiser steps
+    int64_t accum_steps = 1;      // micro-batches per optimiser step
+    int64_t micro_batches_per_epoch = 0;  // what checkpoint positions count
+  };
+  using Save = std::function<void(const TrainPosition&)>;
+  CheckpointSchedule(const Plan& plan, Communicator& comm, Save save);
+
+  void on_step_end(const StepAt& at) override;
+  // Writes a checkpoint at `at` now (an epoch end) and restarts the minutes' clock.
+  void save(const TrainPosition& at);
+
+  // What the last step's end decided (each after its checkpoint was written): a stop
+  // signal mid-epoch; --max-iters reached mid-epoch; a stop signal at the epoch's last
+  // step (the epoch end evaluates and checkpoints first).
+  bool interrupted() const { return interrupted_; }
+  bool at_limit() const { return at_limit_; }
+  bool stop_after_epoch() const { return stop_after_epoch_; }
+
+ private:
+  struct Requests {
+    bool stop = false, checkpoint = false;
+  };
+  // Collective: a stop signal on any rank, or the minutes elapsed on rank 0.
+  Requests poll();
+
+  const Plan plan_;
+  Communicator& comm_;
+  Save save_;
+  Timer since_checkpoint_;
+  bool interrupted_ = false, at_limit_ = false, stop_after_epoch_ = false;
+};
+
+}  // namespace st

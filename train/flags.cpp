@@ -581,7 +581,8 @@ std::map<std::string, std::string> flag_metadata(const TrainConfig& c, SavedBy t
 
 void check_resumed_flags(const std::string& checkpoint,
                          const std::map<std::string, std::string>& saved,
-                         const std::map<std::string, std::string>& now, const TrainPosition& pos) {
+                         const std::map<std::string, std::string>& now, const TrainPosition& pos,
+                         const std::string& mid_epoch_hint) {
   for (const FlagRow& row : train_flags()) {
     if (row.on_resume == OnResume::free) continue;
     const auto a = saved.find(row.saved_as), b = now.find(row.saved_as);
@@ -590,8 +591,7 @@ void check_resumed_flags(const std::string& checkpoint,
     ST_CHECK(row.on_resume != OnResume::same, checkpoint, ": the checkpoint was trained with ",
              flag, " ", a->second, ", not ", b->second);
     ST_CHECK(pos.batch == 0, checkpoint, ": a mid-epoch checkpoint with ", flag, " ", a->second,
-             " resumes only with the same ", flag, ", not ", b->second,
-             " (a checkpoint at an epoch end can)");
+             " resumes only with the same ", flag, ", not ", b->second, mid_epoch_hint);
   }
 }
 

@@ -128,10 +128,12 @@ std::vector<std::pair<std::string, std::string>> agreed_flags(const TrainConfig&
 // The run metadata of the flags saved by `task` (checkpoint metadata and config.json).
 std::map<std::string, std::string> flag_metadata(const TrainConfig& c, SavedBy task);
 // What a resume requires of the saved flags (`saved`: the checkpoint's metadata, `now`:
-// this run's): throws naming the flag, both values and the checkpoint. Keys an older
-// checkpoint lacks are not checked.
+// this run's): throws naming the flag, both values and the checkpoint; a flag that fixes
+// an epoch's batch order differing at a mid-epoch position adds `mid_epoch_hint` (where
+// to resume instead). Keys an older checkpoint lacks are not checked.
 void check_resumed_flags(const std::string& checkpoint,
                          const std::map<std::string, std::string>& saved,
-                         const std::map<std::string, std::string>& now, const TrainPosition& pos);
+                         const std::map<std::string, std::string>& now, const TrainPosition& pos,
+                         const std::string& mid_epoch_hint);
 
 }  // namespace st

@@ -109,32 +109,22 @@ const std::string* meta_find(const std::map<std::string, std::string>& m, const 
   return it == m.end() ? nullptr : &it->second;
 }
 
-// Metadata keys (and the flags that set them) that fix the order of an epoch's batches.
-const std::pair<const char*, const char*> kEpochOrderKeys[] = {
-    {"world_size", "world_size"},           {"batch_size", "batch_size"},
-    {"accum_steps", "accum_steps"},         {"seed", "--seed"},
-    {"synthetic_size", "--synthetic-size"}, {"train_subset", "--train-subset"}};
-
-// What a checkpoint must share with the run that resumes it. Checkpoints of older
-// versions lack some keys; those checks are skipped.
+// What a checkpoint must share with the run that resumes it: the flags' own rules
+// (train/flags.cpp), the number of ranks a mid-epoch position was cut for, and a
+// sparsifier whose residuals the checkpoint holds. Checkpoints of older versions lack some
+// keys; those checks are skipped.
 void check_resume_compatible(const TrainConfig& c, const std::map<std::string, std::string>& saved,
                              const std::map<std::string, std::string>& now,
                              const TrainPosition& pos) {
-  for (const char* key : {"arch", "dataset", "optimizer"}) {
-    const std::string *a = meta_find(saved, key), *b = meta_find(now, key);
-    ST_CHECK(!a || !b || *a == *b, c.resume, ": the checkpoint was trained with --", key, " ", *a,
-             ", not ", *b);
-  }
-  // What fixes the order of an epoch's batches: a mid-epoch position means nothing without it.
-  for (const auto& [key, flag] : kEpochOrderKeys) {
-    const std::string *a = meta_find(saved, key), *b = meta_find(now, key);
-    const std::string epoch_end = epoch_end_path(c.resume);
-    ST_CHECK(!a || !b || *a == *b || pos.batch == 0, c.resume, ": a mid-epoch checkpoint with ",
-             flag, " ", *a, " resumes only with the same ", flag, ", not ", *b,
-             fs::exists(epoch_end) && epoch_end != c.resume
-                 ? " (resume the last epoch end, " + epoch_end + ", instead)"
-                 : std::string(" (a checkpoint at an epoch end can)"));
-  }
+  const std::string epoch_end = epoch_end_path(c.resume);
+  const std::string hint = fs::exists(epoch_end) && epoch_end != c.resume
+                               ? " (resume the last epoch end, " + epoch_end + ", instead)"
+                               : std::string(" (a checkpoint at an epoch end can)");
+  const std::string *a = meta_find(saved, "world_size"), *b = meta_find(now, "world_size");
+  ST_CHECK(!a || !b || *a == *b || pos.batch == 0, c.resume,
+           ": a mid-epoch checkpoint with world_size ", *a,
+           " resumes only with the same world_size, not ", *b, hint);
+  check_resumed_flags(c.resume, saved, now, pos, hint);
   const std::string* method = meta_find(saved, "sparsifier");
   ST_CHECK(!method || *method == "none" || c.sparsifier != "none", c.resume,
            ": the checkpoint holds the error-feedback state of --sparsifier ", *method,

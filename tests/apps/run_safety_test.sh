@@ -85,7 +85,7 @@ diff <(cut -d, -f1-6 "$tmp/full/epochs.csv") <(cut -d, -f1-6 "$tmp/int/epochs.cs
 expect_error dense_resume 1 "resuming it dense would drop those residuals" "${common[@]}" --epochs 1 \
   --resume "$tmp/micro/checkpoint.safetensors" --out "$tmp/micro_dense"
 "$bin" "${common[@]}" --epochs 1 --max-iters 3 --out "$tmp/b8" >/dev/null 2>&1 || fail "b8 run"
-expect_error batch_resume 1 "resumes only with the same batch_size" train --arch resnet20 -b 16 \
+expect_error batch_resume 1 "resumes only with the same -b/--batch-size" train --arch resnet20 -b 16 \
   --threads 1 --workers 0 --dataset synthetic --synthetic-size 96 --test-subset 16 --epochs 1 \
   --resume "$tmp/b8/checkpoint.safetensors" --out "$tmp/b16"
 expect_error eval_arch 1 "the checkpoint is a resnet20, not --arch resnet32" eval --arch resnet32 \

@@ -140,11 +140,13 @@ TEST(Flags, LanguageModelDefaultsFillTheFlagsNotGiven) {
 }
 
 TEST(Flags, ResumeChecksTheSavedFlags) {
+  const std::string kHint = " (resume ck.end)";
   TrainConfig a, b;
   b.arch = "resnet32";
   const auto saved = flag_metadata(a, SavedBy::image);
-  const std::string arch = error_of(
-      [&] { check_resumed_flags("ck", saved, flag_metadata(b, SavedBy::image), TrainPosition{}); });
+  const std::string arch = error_of([&] {
+    check_resumed_flags("ck", saved, flag_metadata(b, SavedBy::image), TrainPosition{}, kHint);
+  });
   EXPECT_TRUE(
       starts_with(arch, "ck: the checkpoint was trained with --arch resnet20, not resnet32"))
       << arch;
@@ -152,14 +154,14 @@ TEST(Flags, ResumeChecksTheSavedFlags) {
   seed.seed = 7;
   const auto now = flag_metadata(seed, SavedBy::image);
   EXPECT_TRUE(error_of([&] {
-                check_resumed_flags("ck", saved, now, TrainPosition{1, 0, 5});
+                check_resumed_flags("ck", saved, now, TrainPosition{1, 0, 5}, kHint);
               }).empty());
   const std::string mid = error_of([&] {
-    check_resumed_flags("ck", saved, now, TrainPosition{1, 2, 7});
+    check_resumed_flags("ck", saved, now, TrainPosition{1, 2, 7}, kHint);
   });
   EXPECT_TRUE(starts_with(mid,
                           "ck: a mid-epoch checkpoint with --seed 0 resumes only with the "
-                          "same --seed, not 7"))
+                          "same --seed, not 7 (resume ck.end)"))
       << mid;
 }
 

@@ -57,20 +57,7 @@ TEST(CudaVsCpu, Conv2dNewBatchSizeRebuildsDescriptors) {
 
 TEST(CudaVsCpu, SoftmaxCrossEntropy) {
   ST_REQUIRE_CUDA_DEVICE();
-  Rng rng(13);
-  for (int64_t k : {3, 10, 100}) {
-    Tensor logits = random_tensor({9, k}, rng, 4.0f);
-    std::vector<int32_t> y(9);
-    for (int i = 0; i < 9; ++i) y[i] = static_cast<int32_t>(rng.below(static_cast<uint32_t>(k)));
-    Tensor labels = Tensor::from_vector_i32(y, {9});
-    SoftmaxCrossEntropy cpu, gpu;
-    const float loss_cpu = cpu.forward(logits, labels);
-    const float loss_gpu = gpu.forward(logits.to(kGpu), labels.to(kGpu));
-    EXPECT_NEAR(loss_gpu, loss_cpu, 1e-5 + 1e-5 * std::abs(loss_cpu)) << k;
-    EXPECT_EQ(gpu.correct(), cpu.correct()) << k;
-    expect_close(cpu.backward(0.5f), gpu.backward(0.5f), kGpu, Tol{1e-6, 1e-4},
-                 "softmax gradient k=" + std::to_string(k));
-  }
+  compare_softmax_with_cpu(kGpu, Tol{1e-5, 1e-5}, Tol{1e-6, 1e-4});
 }
 
 TEST(CudaErrors, SoftmaxBadLabelNamesRow) {

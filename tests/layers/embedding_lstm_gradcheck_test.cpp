@@ -1,9 +1,8 @@
 // The LSTM and its language model beyond the layer case table (whose gradient checks cover
 // Embedding, the LSTM with its carried state, and the language model): known values from
-// PyTorch 1.13 (gate order and layout), truncated-BPTT state carrying, errors, parameter
-// names with tying, the fused loss, and cuDNN's LSTM against the CPU one.
+// PyTorch 1.13 (gate order and layout), truncated-BPTT state carrying, errors, the fused
+// loss, and cuDNN's LSTM against the CPU one.
 #include <cmath>
-#include <map>
 #include <memory>
 
 #include "layers/embedding.h"
@@ -117,28 +116,6 @@ TEST(Lstm, ShapeErrorsNameTheLayer) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("token id 5"), std::string::npos) << e.what();
-  }
-}
-
-// The language model's parameter names, untied and tied: with tying the decoder borrows
-// encoder.weight, which appears once (the case table's GradCheck.LstmLanguageModelTied
-// checks that it announces gradient-ready once, with both shares of its gradient).
-TEST(LstmLm, TyingSharesTheEncoderWeight) {
-  for (bool tied : {false, true}) {
-    LstmLmConfig c;
-    c.vocab = 11;
-    c.emsize = 4;
-    c.hidden = 4;
-    c.layers = 2;
-    c.tied = tied;
-    Rng rng(41);
-    LstmLm lm(c, rng);
-    std::map<std::string, int> names;
-    for (Param* p : collect_params(lm)) ++names[p->name];
-    EXPECT_EQ(names.count("encoder.weight"), 1u) << tied;
-    EXPECT_EQ(names.count("decoder.weight"), tied ? 0u : 1u) << tied;
-    EXPECT_EQ(names.count("decoder.bias"), 1u) << tied;
-    EXPECT_EQ(names.count("rnn.weight_hh_l1"), 1u) << tied;
   }
 }
 

@@ -13,7 +13,6 @@
 #include "layers/pooling.h"
 #include "layers/relu.h"
 #include "layers/sequential.h"
-#include "layers/softmax_cross_entropy.h"
 #include "tests/gradcheck.h"
 #include "tests/layers/layer_cases.h"
 
@@ -36,18 +35,7 @@ const Tol kBitForBit{0, 0};
 }();
 
 TEST(EmuVsCpu, SoftmaxCrossEntropy) {
-  Rng rng(13);
-  for (int64_t k : {3, 10, 100}) {
-    Tensor logits = random_tensor({9, k}, rng, 4.0f);
-    std::vector<int32_t> y(9);
-    for (int i = 0; i < 9; ++i) y[i] = static_cast<int32_t>(rng.below(static_cast<uint32_t>(k)));
-    Tensor labels = Tensor::from_vector_i32(y, {9});
-    SoftmaxCrossEntropy cpu, emu;
-    EXPECT_EQ(emu.forward(logits.to(kEmu), labels.to(kEmu)), cpu.forward(logits, labels)) << k;
-    EXPECT_EQ(emu.correct(), cpu.correct()) << k;
-    expect_close(cpu.backward(0.5f), emu.backward(0.5f), kEmu, kBitForBit,
-                 "softmax gradient k=" + std::to_string(k));
-  }
+  compare_softmax_with_cpu(kEmu, kBitForBit, kBitForBit);
 }
 
 // The reducer's hook records an event on the host thread's stream when a bucket is ready,

@@ -2,6 +2,9 @@
 // table (tests/layers/layer_cases.h) that has gradient-check options, each a ctest entry;
 // the loss, which is not a Layer, checks its scalar gradient here.
 #include "tests/gradcheck.h"
+#include <map>
+#include <string>
+
 #include "layers/softmax_cross_entropy.h"
 #include "tests/layers/layer_cases.h"
 
@@ -25,6 +28,22 @@ void check_case_gradients(const LayerCase& c) {
       check_case_gradients);
   return true;
 }();
+
+// The language model's rows: with tying the decoder borrows encoder.weight, which appears
+// once (its gradient check counts one gradient-ready announcement for both shares).
+TEST(LayerCases, LanguageModelTyingSharesTheEncoderWeight) {
+  for (const LayerCase& c : layer_cases()) {
+    const bool tied = c.name == "LstmLanguageModelTied";
+    if (!tied && c.name != "LstmLanguageModelUntied") continue;
+    LayerPtr lm = c.make();
+    std::map<std::string, int> names;
+    for (Param* p : collect_params(*lm)) ++names[p->name];
+    EXPECT_EQ(names.count("encoder.weight"), 1u) << c.name;
+    EXPECT_EQ(names.count("decoder.weight"), tied ? 0u : 1u) << c.name;
+    EXPECT_EQ(names.count("decoder.bias"), 1u) << c.name;
+    EXPECT_EQ(names.count("rnn.weight_hh_l1"), 1u) << c.name;
+  }
+}
 
 Tensor input(const Shape& s, uint64_t seed = 7) {
   Rng rng(seed);

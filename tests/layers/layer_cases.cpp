@@ -14,6 +14,7 @@
 #include "layers/pooling.h"
 #include "layers/relu.h"
 #include "layers/sequential.h"
+#include "layers/softmax_cross_entropy.h"
 #include "models/global_max_pool.h"
 #include "models/lstm_lm.h"
 #include "models/shortcut_pad.h"
@@ -57,13 +58,18 @@ std::function<LayerPtr()> linear(uint64_t seed, int in, int out, bool bias,
   };
 }
 
-// A CPU gradient-check row: default options unless given.
-LayerCase grad_row(std::string name, std::function<LayerPtr()> make, const Shape& input,
-                   GradCheckOptions opt = {}) {
+LayerCase row(std::string name, std::function<LayerPtr()> make, const Shape& input) {
   LayerCase c;
   c.name = std::move(name);
   c.make = std::move(make);
   c.input = random_input(input);
+  return c;
+}
+
+// A CPU gradient-check row: default options unless given.
+LayerCase grad_row(std::string name, std::function<LayerPtr()> make, const Shape& input,
+                   GradCheckOptions opt = {}) {
+  LayerCase c = row(std::move(name), std::move(make), input);
   c.gradcheck = opt;
   return c;
 }
@@ -71,10 +77,7 @@ LayerCase grad_row(std::string name, std::function<LayerPtr()> make, const Shape
 // A CUDA-vs-CPU row.
 LayerCase device_row(std::string name, std::function<LayerPtr()> make, const Shape& input,
                      Tol tol = {}) {
-  LayerCase c;
-  c.name = std::move(name);
-  c.make = std::move(make);
-  c.input = random_input(input);
+  LayerCase c = row(std::move(name), std::move(make), input);
   c.cuda = tol;
   return c;
 }
@@ -518,6 +521,23 @@ void compare_with_cpu(const LayerCase& c, Device device, const Tol& tol, CpuConv
   for (Param* p : m.dev_params) p->on_grad_ready = [&ready](Param& q) { ++ready[&q]; };
   for (int step = 0; step < c.steps; ++step) compare_step(c, m, device, tol, rng, ready, step);
   for (Param* p : m.dev_params) p->on_grad_ready = nullptr;
+}
+
+void compare_softmax_with_cpu(Device device, const Tol& loss_tol, const Tol& grad_tol) {
+  Rng rng(13);
+  for (int64_t k : {3, 10, 100}) {
+    Tensor logits = random_tensor({9, k}, rng, 4.0f);
+    std::vector<int32_t> y(9);
+    for (int i = 0; i < 9; ++i) y[i] = static_cast<int32_t>(rng.below(static_cast<uint32_t>(k)));
+    Tensor labels = Tensor::from_vector_i32(y, {9});
+    SoftmaxCrossEntropy cpu, dev;
+    const float loss_cpu = cpu.forward(logits, labels);
+    const float loss_dev = dev.forward(logits.to(device), labels.to(device));
+    EXPECT_NEAR(loss_dev, loss_cpu, loss_tol.atol + loss_tol.rtol * std::abs(loss_cpu)) << k;
+    EXPECT_EQ(dev.correct(), cpu.correct()) << k;
+    expect_close(cpu.backward(0.5f), dev.backward(0.5f), device, grad_tol,
+                 "softmax gradient k=" + std::to_string(k));
+  }
 }
 
 namespace {

@@ -58,6 +58,11 @@ void compare_with_cpu(const LayerCase& c, Device device, const Tol& tol,
 void expect_close(const Tensor& cpu, const Tensor& dev, Device device, const Tol& tol,
                   const std::string& what);
 
+// SoftmaxCrossEntropy (a loss, not a Layer) on `device` against the CPU over random
+// logits [9, k] for k = 3, 10, 100: the mean loss within loss_tol, the number of hits
+// exactly, and the gradient (scaled by 0.5) within grad_tol.
+void compare_softmax_with_cpu(Device device, const Tol& loss_tol, const Tol& grad_tol);
+
 // Registers `<suite>.<name>` for every case name with at least one row `applies` to;
 // the test runs `run` on each such row, in table order.
 void register_case_tests(const char* suite, const std::function<bool(const LayerCase&)>& applies,

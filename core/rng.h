@@ -76,7 +76,6 @@ class Rng {
   float uniform() { return philox_uniform(seed_, stream_ | (1ull << 63), counter_++); }
   float normal();              // Box-Muller on two uniforms
   uint32_t below(uint32_t n);  // uniform integer in [0, n)
-  void reseed_counter() { counter_ = 0; }
 
  private:
   uint64_t seed_ = 0;

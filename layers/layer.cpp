@@ -1,13 +1,63 @@
 #include "layers/layer.h"
 
+#include "core/emu/runtime.h"
+#include "layers/emu_dispatch.h"
+
 namespace st {
 
+namespace {
+
+// On the emulated device a layer's backward runs on a stream executor, but gradient-ready
+// hooks belong to the host thread: the reducer's hook records an event on the host
+// thread's current stream. While the task runs, each parameter's hook is replaced by a
+// note of the announcement; replay() restores the hooks and announces the gradients in
+// the task's order once the task is done, so an event recorded then follows their writes.
+// The destructor restores the hooks when the task failed.
+class GradReadyRelay {
+ public:
+  explicit GradReadyRelay(Layer& layer) {
+    layer.visit_params("", [&](const std::string&, Param& p) {
+      saved_.emplace_back(&p, std::move(p.on_grad_ready));
+      p.on_grad_ready = [this](Param& q) { ready_.push_back(&q); };
+    });
+  }
+  ~GradReadyRelay() { restore(); }
+  GradReadyRelay(const GradReadyRelay&) = delete;
+  GradReadyRelay& operator=(const GradReadyRelay&) = delete;
+
+  void replay() {
+    restore();
+    for (Param* p : ready_) p->mark_grad_ready();
+  }
+
+ private:
+  void restore() {
+    for (auto& [p, hook] : saved_) p->on_grad_ready = std::move(hook);
+    saved_.clear();
+  }
+
+  std::vector<std::pair<Param*, std::function<void(Param&)>>> saved_;
+  std::vector<Param*> ready_;
+};
+
+}  // namespace
+
 Tensor Layer::forward(const Tensor& x) {
-  return x.device().is_cuda() ? forward_cuda(x) : forward_cpu(x);
+  if (x.device().is_cuda()) return forward_cuda(x);
+  if (x.device().is_emu()) return run_on_emu(x.device(), [&] { return forward_cpu(x); });
+  return forward_cpu(x);
 }
 
 Tensor Layer::backward(const Tensor& dy) {
-  return dy.device().is_cuda() ? backward_cuda(dy) : backward_cpu(dy);
+  if (dy.device().is_cuda()) return backward_cuda(dy);
+  if (!dy.device().is_emu()) return backward_cpu(dy);
+  const auto body = [&] { return backward_cpu(dy); };
+  // Inside a parent's task the parent's relay already holds the hooks.
+  if (emu::executing_device() == dy.device().index) return run_on_emu(dy.device(), body);
+  GradReadyRelay relay(*this);
+  Tensor dx = run_on_emu(dy.device(), body);
+  relay.replay();
+  return dx;
 }
 
 Tensor Layer::forward_cuda(const Tensor&) {

@@ -2,7 +2,9 @@
 // backward() takes dL/dy, ACCUMULATES (+=) parameter gradients, calls
 // mark_grad_ready() on each parameter once its gradient is final, and returns dL/dx.
 // forward/backward dispatch on the input's device to the *_cpu or *_cuda overrides;
-// a layer without a CUDA override fails loudly on a CUDA tensor.
+// a layer without a CUDA override fails loudly on a CUDA tensor. On the emulated device
+// the *_cpu overrides run as a task on the calling thread's current stream
+// (layers/emu_dispatch.h), with outputs and parameter gradients in device memory.
 #pragma once
 
 #include <functional>

@@ -98,6 +98,11 @@ class Lstm : public Layer {
     void operator()(CudnnState* s) const;
   };
   std::unique_ptr<CudnnState, CudnnStateDeleter> cudnn_;
+  // Builds the descriptors for `device` when it changes and sets them for the shapes.
+  void prepare_cudnn(Device device, int64_t steps, int64_t batch);
+  // Layer `layer`'s cuDNN forward from `input` and its slice of the initial state; writes
+  // its slice of the final state and returns its output (before dropout).
+  Tensor forward_cudnn_layer(int layer, const Tensor& input, const Tensor& h0, const Tensor& c0);
 #endif
 };
 

@@ -138,22 +138,10 @@ void block_addresses(cudnnHandle_t handle, cudnnRNNDescriptor_t rnn, size_t byte
 
 }  // namespace
 
-Tensor Lstm::forward_cuda(const Tensor& x) {
-  check_input(x);
-  const Device device = x.device();
+void Lstm::prepare_cudnn(Device device, int64_t T, int64_t B) {
   const int dev = device.index;
-  cuda::DeviceGuard guard(dev);
-  cuda::Context& ctx = cuda::context(dev);
-  cudnnHandle_t handle = ctx.cudnn();
-  const cudaStream_t stream = ctx.stream();
-  const int64_t T = x.dim(0), B = x.dim(1), H = hidden_, BH = B * H;
-  for (int l = 0; l < layers_; ++l) {
-    cuda::expect_on(describe(), "weight_ih", w_ih_[l]->value, device);
-    cuda::expect_on(describe(), "weight_hh", w_hh_[l]->value, device);
-  }
-  steps_ = T;
-  batch_ = B;
-  // (Re)build the descriptors when the device or the shapes change.
+  cudnnHandle_t handle = cuda::context(dev).cudnn();
+  const int64_t H = hidden_;
   if (!cudnn_ || cudnn_->device != dev) {
     cudnn_.reset(new CudnnState);
     cudnn_->device = dev;
@@ -184,56 +172,79 @@ Tensor Lstm::forward_cuda(const Tensor& x) {
     cudnn_->steps = cudnn_->batch = -1;
   }
   CudnnState& s = *cudnn_;
-  if (s.steps != T || s.batch != B) {
-    s.steps = T;
-    s.batch = B;
-    s.hdesc.set(B, H);
-    s.seq_lengths =
-        Tensor::from_vector_i32(std::vector<int32_t>(B, static_cast<int32_t>(T)), Shape{B})
-            .to(device);
-    for (int l = 0; l < layers_; ++l) {
-      s.layers[l]->xdesc.set(T, B, l == 0 ? in_ : H);
-      s.layers[l]->ydesc.set(T, B, H);
-    }
+  if (s.steps == T && s.batch == B) return;
+  s.steps = T;
+  s.batch = B;
+  s.hdesc.set(B, H);
+  s.seq_lengths =
+      Tensor::from_vector_i32(std::vector<int32_t>(B, static_cast<int32_t>(T)), Shape{B})
+          .to(device);
+  for (int l = 0; l < layers_; ++l) {
+    s.layers[l]->xdesc.set(T, B, l == 0 ? in_ : H);
+    s.layers[l]->ydesc.set(T, B, H);
   }
-  s.training = training_;
+}
+
+Tensor Lstm::forward_cudnn_layer(int l, const Tensor& input, const Tensor& h0, const Tensor& c0) {
+  CudnnState& s = *cudnn_;
+  CudnnState::LayerState& L = *s.layers[l];
+  const Device device = input.device();
+  cuda::Context& ctx = cuda::context(device.index);
+  cudnnHandle_t handle = ctx.cudnn();
+  const cudaStream_t stream = ctx.stream();
+  const int64_t T = steps_, B = batch_, H = hidden_, BH = B * H, in_l = l == 0 ? in_ : H;
+  const cudnnForwardMode_t mode = training_ ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
+  // Our parameters into cuDNN's packed blocks (gate k = rows [k H, (k + 1) H)).
+  for (int k = 0; k < 4; ++k) {
+    ST_CUDA_CHECK(cudaMemcpyAsync(L.w_blocks[k], w_ih_[l]->value.f32() + k * H * in_l,
+                                  H * in_l * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    ST_CUDA_CHECK(cudaMemcpyAsync(L.w_blocks[4 + k], w_hh_[l]->value.f32() + k * H * H,
+                                  H * H * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    ST_CUDA_CHECK(cudaMemcpyAsync(L.b_blocks[k], b_ih_[l]->value.f32() + k * H, H * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream));
+    ST_CUDA_CHECK(cudaMemcpyAsync(L.b_blocks[4 + k], b_hh_[l]->value.f32() + k * H,
+                                  H * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  }
+  size_t work_bytes = 0, reserve_bytes = 0;
+  ST_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, L.rnn.get(), mode, L.xdesc.get(), &work_bytes,
+                                           &reserve_bytes));
+  Tensor work = device_bytes(work_bytes, device);
+  L.reserve = device_bytes(reserve_bytes, device);
+  L.x = input;
+  L.y = Tensor::empty(Shape{T, B, H}, DType::F32, device);
+  L.hx = h0.slice_flat(l * BH, Shape{1, B, H});
+  L.cx = c0.slice_flat(l * BH, Shape{1, B, H});
+  ST_CUDNN_CHECK(cudnnRNNForward(
+      handle, L.rnn.get(), mode, s.seq_lengths.data<int32_t>(), L.xdesc.get(), input.raw(),
+      L.ydesc.get(), L.y.raw(), s.hdesc.get(), L.hx.raw(), final_h_.f32() + l * BH, s.hdesc.get(),
+      L.cx.raw(), final_c_.f32() + l * BH, L.weight_bytes, L.weights.raw(), work_bytes,
+      data_or_null(work), reserve_bytes, data_or_null(L.reserve)));
+  return L.y;
+}
+
+Tensor Lstm::forward_cuda(const Tensor& x) {
+  check_input(x);
+  const Device device = x.device();
+  cuda::DeviceGuard guard(device.index);
+  const int64_t T = x.dim(0), B = x.dim(1), H = hidden_;
+  for (int l = 0; l < layers_; ++l) {
+    cuda::expect_on(describe(), "weight_ih", w_ih_[l]->value, device);
+    cuda::expect_on(describe(), "weight_hh", w_hh_[l]->value, device);
+  }
+  steps_ = T;
+  batch_ = B;
+  // (Re)build the descriptors when the device or the shapes change.
+  prepare_cudnn(device, T, B);
+  cudnn_->training = training_;
   Tensor h0, c0;
   initial_state(B, device, h0, c0);
   final_h_ = Tensor::empty(Shape{layers_, B, H}, DType::F32, device);
   final_c_ = Tensor::empty(Shape{layers_, B, H}, DType::F32, device);
   dh_final_ = Tensor();
   dc_final_ = Tensor();
-  const cudnnForwardMode_t mode = training_ ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
   Tensor input = x;
   for (int l = 0; l < layers_; ++l) {
-    CudnnState::LayerState& L = *s.layers[l];
-    const int64_t in_l = l == 0 ? in_ : H;
-    // Our parameters into cuDNN's packed blocks (gate k = rows [k H, (k + 1) H)).
-    for (int k = 0; k < 4; ++k) {
-      ST_CUDA_CHECK(cudaMemcpyAsync(L.w_blocks[k], w_ih_[l]->value.f32() + k * H * in_l,
-                                    H * in_l * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-      ST_CUDA_CHECK(cudaMemcpyAsync(L.w_blocks[4 + k], w_hh_[l]->value.f32() + k * H * H,
-                                    H * H * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-      ST_CUDA_CHECK(cudaMemcpyAsync(L.b_blocks[k], b_ih_[l]->value.f32() + k * H, H * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream));
-      ST_CUDA_CHECK(cudaMemcpyAsync(L.b_blocks[4 + k], b_hh_[l]->value.f32() + k * H,
-                                    H * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    }
-    size_t work_bytes = 0, reserve_bytes = 0;
-    ST_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, L.rnn.get(), mode, L.xdesc.get(), &work_bytes,
-                                             &reserve_bytes));
-    Tensor work = device_bytes(work_bytes, device);
-    L.reserve = device_bytes(reserve_bytes, device);
-    L.x = input;
-    L.y = Tensor::empty(Shape{T, B, H}, DType::F32, device);
-    L.hx = h0.slice_flat(l * BH, Shape{1, B, H});
-    L.cx = c0.slice_flat(l * BH, Shape{1, B, H});
-    ST_CUDNN_CHECK(cudnnRNNForward(
-        handle, L.rnn.get(), mode, s.seq_lengths.data<int32_t>(), L.xdesc.get(), input.raw(),
-        L.ydesc.get(), L.y.raw(), s.hdesc.get(), L.hx.raw(), final_h_.f32() + l * BH, s.hdesc.get(),
-        L.cx.raw(), final_c_.f32() + l * BH, L.weight_bytes, L.weights.raw(), work_bytes,
-        data_or_null(work), reserve_bytes, data_or_null(L.reserve)));
-    Tensor out = L.y;
+    Tensor out = forward_cudnn_layer(l, input, h0, c0);
     if (l + 1 < layers_ && !drop_.empty()) out = drop_[l]->forward(out);
     input = out;
   }

@@ -63,7 +63,7 @@ Residual::Residual(LayerPtr main, LayerPtr shortcut, std::string shortcut_name)
   ST_CHECK(main_ != nullptr, "Residual: null main branch");
 }
 
-Tensor Residual::forward(const Tensor& x) {
+Tensor Residual::route_forward(const Tensor& x) {
   Tensor y = main_->forward(x);
   Tensor s = shortcut_ ? shortcut_->forward(x) : x;
   ST_CHECK(y.shape() == s.shape(), "Residual add: main branch gives shape ", y.shape(),
@@ -72,7 +72,7 @@ Tensor Residual::forward(const Tensor& x) {
   return y;
 }
 
-Tensor Residual::backward(const Tensor& dy) {
+Tensor Residual::route_backward(const Tensor& dy) {
   // d(main + shortcut) = dy on both branches; their input gradients add.
   Tensor dx = main_->backward(dy);
   if (dx.shares_storage(dy)) dx = dx.clone();  // never accumulate into the caller's dy

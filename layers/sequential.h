@@ -43,8 +43,6 @@ class Residual : public Layer {
   Residual(LayerPtr main, LayerPtr shortcut = nullptr, std::string shortcut_name = "downsample");
 
   std::string describe() const override { return "Residual"; }
-  Tensor forward(const Tensor& x) override;
-  Tensor backward(const Tensor& dy) override;
   void visit_params(const std::string& prefix, const ParamVisitor& fn) override;
   void visit_buffers(const std::string& prefix, const BufferVisitor& fn) override;
   void set_training(bool training) override;
@@ -52,10 +50,18 @@ class Residual : public Layer {
   void visit_layers(const std::function<void(Layer&)>& fn) override;
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override { return forward(x); }
-  Tensor backward_cpu(const Tensor& dy) override { return backward(dy); }
+  // The routing and the add are device-generic (core/ops.h); dispatching them through
+  // Layer::forward/backward makes a whole block one task on the emulated device, whose
+  // host code must not add device tensors itself.
+  Tensor forward_cpu(const Tensor& x) override { return route_forward(x); }
+  Tensor backward_cpu(const Tensor& dy) override { return route_backward(dy); }
+  Tensor forward_cuda(const Tensor& x) override { return route_forward(x); }
+  Tensor backward_cuda(const Tensor& dy) override { return route_backward(dy); }
 
  private:
+  Tensor route_forward(const Tensor& x);
+  Tensor route_backward(const Tensor& dy);
+
   LayerPtr main_, shortcut_;
   std::string shortcut_name_;
 };

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "core/emu/stream.h"
+#include "layers/emu_dispatch.h"
+
 namespace st {
 
 float SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels) {
@@ -13,9 +16,19 @@ float SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels) {
 #ifdef SPARSETRAIN_WITH_CUDA
   if (logits.device().is_cuda()) return forward_cuda(logits, labels);
 #endif
+  if (!logits.device().is_emu()) return forward_host(logits, labels);
+  // The loss is a host value: like the CUDA path, the host waits for it.
+  float loss = 0;
+  emu::run_in_stream_order(
+      logits.device().index, "SoftmaxCrossEntropy", [&] { loss = forward_host(logits, labels); },
+      /*slow=*/true);
+  return loss;
+}
+
+float SoftmaxCrossEntropy::forward_host(const Tensor& logits, const Tensor& labels) {
   const int64_t n = logits.dim(0), k = logits.dim(1);
   labels_ = labels;
-  probs_ = Tensor::empty(logits.shape());
+  probs_ = Tensor::empty(logits.shape(), DType::F32, logits.device());
   const float* z = logits.f32();
   const int32_t* y = labels.data<int32_t>();
   float* p = probs_.f32();
@@ -50,6 +63,12 @@ Tensor SoftmaxCrossEntropy::backward(float scale) {
 #ifdef SPARSETRAIN_WITH_CUDA
   if (probs_.device().is_cuda()) return backward_cuda(scale);
 #endif
+  if (probs_.device().is_emu())
+    return run_on_emu(probs_.device(), [&] { return backward_host(scale); });
+  return backward_host(scale);
+}
+
+Tensor SoftmaxCrossEntropy::backward_host(float scale) {
   const int64_t n = probs_.dim(0), k = probs_.dim(1);
   Tensor dz = probs_.clone();
   float* g = dz.f32();

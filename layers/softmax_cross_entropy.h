@@ -16,6 +16,9 @@ class SoftmaxCrossEntropy {
   int64_t correct() const { return correct_; }
 
  private:
+  // The CPU code, which on the emulated device runs as a task on its stream.
+  float forward_host(const Tensor& logits, const Tensor& labels);
+  Tensor backward_host(float scale);
 #ifdef SPARSETRAIN_WITH_CUDA
   float forward_cuda(const Tensor& logits, const Tensor& labels);
   Tensor backward_cuda(float scale);

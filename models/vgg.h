@@ -17,8 +17,4 @@ namespace st {
 // depth 11, 13, 16 or 19 (configurations A, B, D, E); throws st::Error otherwise.
 LayerPtr vgg_cifar(int depth, int64_t num_classes, int64_t input_channels, Rng& rng);
 
-inline LayerPtr vgg16_cifar(int64_t num_classes, int64_t input_channels, Rng& rng) {
-  return vgg_cifar(16, num_classes, input_channels, rng);
-}
-
 }  // namespace st

@@ -64,7 +64,9 @@ float Adam::weight_decay_of(size_t i) const {
 }
 
 void Adam::step() {
-  for (size_t i = 0; i < params_.size(); ++i) step_one(i);
+  run_where_params_live(params_, "Adam", [&] {
+    for (size_t i = 0; i < params_.size(); ++i) step_one(i);
+  });
 }
 
 void Adam::init_state(size_t i) {

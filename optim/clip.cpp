@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "optim/optimizer.h"
 
 namespace st {
 
@@ -12,7 +13,14 @@ double grad_norm(const std::vector<Param*>& params) {
   std::vector<Tensor> grads;
   grads.reserve(params.size());
   for (const Param* p : params) grads.push_back(p->grad);
-  return std::sqrt(sum_squares(grads));
+  if (params.empty() || !params.front()->grad.device().is_emu())
+    return std::sqrt(sum_squares(grads));
+  // The emulated device runs the CPU's per-tensor sums, added in the CPU's order.
+  double sum = 0;
+  run_where_params_live(params, "grad_norm", [&] {
+    for (const Tensor& g : grads) sum += sum_squares(g);
+  });
+  return std::sqrt(sum);
 }
 
 double clip_grad_norm(const std::vector<Param*>& params, double max_norm) {
@@ -22,7 +30,9 @@ double clip_grad_norm(const std::vector<Param*>& params, double max_norm) {
   // multiply, and a non-finite norm is left for the caller to report (NaN loss check).
   const double coef = max_norm / (norm + 1e-6);
   if (std::isfinite(norm) && coef < 1.0) {
-    for (Param* p : params) scale_inplace(p->grad, static_cast<float>(coef));
+    run_where_params_live(params, "clip_grad_norm", [&] {
+      for (Param* p : params) scale_inplace(p->grad, static_cast<float>(coef));
+    });
   }
   return norm;
 }

@@ -1,11 +1,22 @@
 #include "optim/optimizer.h"
 
+#include "core/emu/stream.h"
 #include "core/error.h"
 
 namespace st {
 
 void Optimizer::zero_grad() {
   for (Param* p : params()) p->grad.zero();
+}
+
+void run_where_params_live(const std::vector<Param*>& params, const char* who,
+                           const std::function<void()>& update) {
+  const Device device = params.empty() ? Device::cpu() : params.front()->value.device();
+  if (!device.is_emu()) {
+    update();
+    return;
+  }
+  emu::run_in_stream_order(device.index, who, update, /*slow=*/true);
 }
 
 float weight_decay_for(const Param& p, float weight_decay, bool no_decay_on_norm_and_bias) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +38,14 @@ class Optimizer {
 
   void zero_grad();
 };
+
+// Runs `update` (CPU or CUDA code over the parameters) where they live: for parameters on
+// the emulated device as one task on the calling thread's current stream of that device,
+// the only place their memory may be touched, and the host waits for it (so a host value
+// it computes is ready, and a later set_lr cannot reach an update still queued); anywhere
+// else on the calling thread. `who` names the caller in a device error.
+void run_where_params_live(const std::vector<Param*>& params, const char* who,
+                           const std::function<void()>& update);
 
 // Weight decay for a parameter under the option to skip ParamKind::Norm and ::Bias
 // (Goyal et al. 2017 skip BatchNorm's gamma and beta; PyTorch decays everything).

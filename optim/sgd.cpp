@@ -46,7 +46,9 @@ float Sgd::weight_decay_of(size_t i) const {
 }
 
 void Sgd::step() {
-  for (size_t i = 0; i < params_.size(); ++i) step_one(i);
+  run_where_params_live(params_, "SGD", [&] {
+    for (size_t i = 0; i < params_.size(); ++i) step_one(i);
+  });
 }
 
 void Sgd::step_one(size_t i) {

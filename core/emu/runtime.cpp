@@ -1,5 +1,7 @@
 #include "core/emu/runtime.h"
 
+#include <omp.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -12,6 +14,18 @@ namespace {
 
 thread_local int t_bound = -1;
 thread_local int t_executing = -1;
+
+// The threads of an OpenMP parallel region that an executor's task starts work for that
+// task, and device memory is theirs to touch as well. They inherit the executor's OpenMP
+// data environment, so the executor marks it: its default-device ICV holds kOmpMark +
+// device (no target regions exist, so the ICV means nothing else here).
+constexpr int kOmpMark = 1 << 20;
+
+int omp_team_device() {
+  if (!omp_in_parallel()) return -1;
+  const int d = omp_get_default_device() - kOmpMark;
+  return d >= 0 && d < device_count() ? d : -1;
+}
 
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
@@ -57,12 +71,13 @@ void check_thread_on(int device, const char* what) {
 }
 
 int executing_device() {
-  return t_executing;
+  return t_executing >= 0 ? t_executing : omp_team_device();
 }
 
 void set_executing_device(int device) {
   t_executing = device;
   t_bound = device;
+  omp_set_default_device(kOmpMark + device);
 }
 
 int task_delay_us() {

@@ -22,7 +22,8 @@ int current_device();
 // thread works on `device` (or is an executor of it).
 void check_thread_on(int device, const char* what);
 
-// The device whose stream executor runs on this thread (-1: a host thread).
+// The device whose stream executor runs on this thread, or on whose behalf it runs as a
+// thread of an OpenMP parallel region an executor's task started (-1: a host thread).
 int executing_device();
 // Marks the calling thread as an executor of `device` (stream threads, once at start).
 void set_executing_device(int device);

@@ -175,6 +175,17 @@ Stream& current_stream(int device) {
   return *s;
 }
 
+void run_in_stream_order(int device, const char* what, const std::function<void()>& fn, bool slow) {
+  if (executing_device() == device) {
+    fn();
+    return;
+  }
+  check_thread_on(device, what);
+  Stream& s = current_stream(device);
+  s.enqueue(fn, slow);
+  s.synchronize();
+}
+
 StreamGuard::StreamGuard(Stream& s) : device_(s.device()) {
   check_thread_on(device_, "a stream guard");
   Stream*& cur = thread_streams().current[device_];

@@ -66,6 +66,13 @@ class Event {
 // first use, unless a StreamGuard replaced it).
 Stream& current_stream(int device);
 
+// Runs `fn` in stream order on `device` and waits for it (cudaLaunchKernel or
+// cudaMemcpyAsync, then cudaStreamSynchronize): queued on the calling thread's current
+// stream, whose errors, this task's included, are rethrown; in place on an executor of
+// `device`, where work already runs in stream order. `what` names the work when the
+// calling thread works on another device; `slow`: a kernel, which the task delay applies to.
+void run_in_stream_order(int device, const char* what, const std::function<void()>& fn, bool slow);
+
 // Makes `s` the calling thread's current stream on its device for a scope.
 class StreamGuard {
  public:

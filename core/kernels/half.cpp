@@ -76,7 +76,8 @@ void round_to(Precision p, const float* in, float* out, int64_t n) {
 
 Tensor rounded(const Tensor& t, Precision p) {
   if (p == Precision::F32) return t;
-  ST_CHECK(t.device().is_cpu(), "rounding to ", precision_name(p), " needs a CPU tensor, got ",
+  // Host memory: a CPU tensor, or an emulated device's inside its stream's task.
+  ST_CHECK(!t.device().is_cuda(), "rounding to ", precision_name(p), " needs a CPU tensor, got ",
            t.str());
   Tensor r = Tensor::empty(t.shape());
   round_to(p, t.f32(), r.f32(), t.numel());

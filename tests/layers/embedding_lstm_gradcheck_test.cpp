@@ -1,9 +1,8 @@
-// Embedding, LSTM and the LSTM language model through the shared gradient checker
-// (tests/gradcheck.h), including the carried hidden state: dL/dh0, dL/dc0 and a gradient
-// flowing into the final state are checked too. Plus known values from PyTorch 1.13
-// (gate order and layout) and truncated-BPTT state carrying.
+// The LSTM and its language model beyond the layer case table (whose gradient checks cover
+// Embedding, the LSTM with its carried state, and the language model): known values from
+// PyTorch 1.13 (gate order and layout), truncated-BPTT state carrying, errors, the fused
+// loss, and cuDNN's LSTM against the CPU one.
 #include <cmath>
-#include <map>
 #include <memory>
 
 #include "layers/embedding.h"
@@ -20,82 +19,6 @@ namespace {
 
 Tensor ids_tensor(const std::vector<int32_t>& ids, const Shape& shape) {
   return Tensor::from_vector_i32(ids, shape);
-}
-
-TEST(GradCheck, Embedding) {
-  Rng rng(21);
-  Embedding emb(7, 5, rng);
-  GradCheckOptions opt;
-  opt.check_input = false;  // token ids have no gradient
-  // Repeated ids: their rows must accumulate.
-  check_layer_gradients(emb, ids_tensor({3, 0, 6, 3, 3, 1}, {3, 2}), opt);
-}
-
-// The LSTM with its state exposed as input and output, so the shared harness checks
-// dL/dx, dL/dh0, dL/dc0 and every parameter, with a loss that also reads (h_T, c_T):
-// input = [x (T*B*I) | h0 (L*B*H) | c0 (L*B*H)], output = [y (T*B*H) | h_T | c_T].
-class LstmWithState : public Layer {
- public:
-  LstmWithState(int64_t steps, int64_t batch, Lstm& lstm)
-      : t_(steps), b_(batch), lstm_(lstm), state_(lstm.num_layers() * batch * lstm.hidden_size()) {}
-  std::string describe() const override { return "LstmWithState(" + lstm_.describe() + ")"; }
-  void visit_params(const std::string& prefix, const ParamVisitor& fn) override {
-    lstm_.visit_params(prefix, fn);
-  }
-  int64_t input_numel() const { return t_ * b_ * lstm_.input_size() + 2 * state_; }
-
- protected:
-  Tensor forward_cpu(const Tensor& in) override {
-    const int64_t nx = t_ * b_ * lstm_.input_size(), ny = t_ * b_ * lstm_.hidden_size();
-    const Shape state{lstm_.num_layers(), b_, lstm_.hidden_size()};
-    lstm_.set_state(in.slice_flat(nx, state), in.slice_flat(nx + state_, state));
-    Tensor y = lstm_.forward(in.slice_flat(0, Shape{t_, b_, lstm_.input_size()}).clone());
-    Tensor out = Tensor::empty(Shape{ny + 2 * state_});
-    out.slice_flat(0, y.shape()).copy_from(y);
-    out.slice_flat(ny, state).copy_from(lstm_.final_h());
-    out.slice_flat(ny + state_, state).copy_from(lstm_.final_c());
-    return out;
-  }
-  Tensor backward_cpu(const Tensor& dout) override {
-    const int64_t nx = t_ * b_ * lstm_.input_size(), ny = t_ * b_ * lstm_.hidden_size();
-    const Shape state{lstm_.num_layers(), b_, lstm_.hidden_size()};
-    lstm_.set_final_state_grad(dout.slice_flat(ny, state).clone(),
-                               dout.slice_flat(ny + state_, state).clone());
-    Tensor dx = lstm_.backward(dout.slice_flat(0, Shape{t_, b_, lstm_.hidden_size()}).clone());
-    Tensor din = Tensor::empty(Shape{nx + 2 * state_});
-    din.slice_flat(0, dx.shape()).copy_from(dx);
-    din.slice_flat(nx, state).copy_from(lstm_.initial_h_grad());
-    din.slice_flat(nx + state_, state).copy_from(lstm_.initial_c_grad());
-    return din;
-  }
-
- private:
-  int64_t t_, b_;
-  Lstm& lstm_;
-  int64_t state_;
-};
-
-void check_lstm(int64_t input, int64_t hidden, int layers, float dropout, int64_t steps,
-                int64_t batch) {
-  Rng rng(31 + layers);
-  Lstm lstm(input, hidden, layers, dropout, rng, 5);
-  lstm.freeze_dropout(true);  // the same masks in every finite-difference forward
-  LstmWithState wrapped(steps, batch, lstm);
-  Rng data(77);
-  GradCheckOptions opt;
-  opt.eps = 5e-3f;
-  opt.max_points = 40;
-  check_layer_gradients(wrapped, random_tensor({wrapped.input_numel()}, data), opt);
-}
-
-TEST(GradCheck, LstmOneLayerWithState) {
-  check_lstm(3, 4, 1, 0.0f, 5, 2);
-}
-TEST(GradCheck, LstmTwoLayersWithState) {
-  check_lstm(5, 6, 2, 0.0f, 4, 3);
-}
-TEST(GradCheck, LstmThreeLayersDropoutWithState) {
-  check_lstm(4, 3, 3, 0.3f, 3, 2);
 }
 
 // nn.LSTM(3, 4, 2) with parameters 0.3 sin(0.7 k + p) (k the element, p the parameter's
@@ -194,44 +117,6 @@ TEST(Lstm, ShapeErrorsNameTheLayer) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("token id 5"), std::string::npos) << e.what();
   }
-}
-
-// The whole language model, untied and tied: with tying, encoder.weight collects the
-// decoder's and the embedding's gradient and announces gradient-ready exactly once (the
-// harness counts announcements).
-void check_lm(bool tied) {
-  LstmLmConfig c;
-  c.vocab = 11;
-  c.emsize = 4;
-  c.hidden = 4;
-  c.layers = 2;
-  c.dropout = 0.0f;
-  c.tied = tied;
-  Rng rng(41);
-  LstmLm lm(c, rng);
-  // Larger weights than the default U(-0.1, 0.1), so every path carries signal.
-  Rng init(42);
-  lm.visit_params("", [&](const std::string&, Param& p) {
-    p.value.copy_from(random_tensor(p.value.shape(), init, 0.5f));
-  });
-  std::map<std::string, int> names;
-  for (Param* p : collect_params(lm)) ++names[p->name];
-  EXPECT_EQ(names.count("encoder.weight"), 1u);
-  EXPECT_EQ(names.count("decoder.weight"), tied ? 0u : 1u);
-  EXPECT_EQ(names.count("decoder.bias"), 1u);
-  EXPECT_EQ(names.count("rnn.weight_hh_l1"), 1u);
-  GradCheckOptions opt;
-  opt.check_input = false;
-  opt.eps = 5e-3f;
-  opt.max_points = 30;
-  check_layer_gradients(lm, ids_tensor({1, 4, 10, 4, 0, 7, 3, 3, 9}, {3, 3}), opt);
-}
-
-TEST(GradCheck, LstmLanguageModelUntied) {
-  check_lm(false);
-}
-TEST(GradCheck, LstmLanguageModelTied) {
-  check_lm(true);
 }
 
 // The language model's fused loss agrees with the generic SoftmaxCrossEntropy.

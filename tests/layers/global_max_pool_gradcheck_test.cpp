@@ -1,4 +1,5 @@
-// GlobalMaxPool2d (VGG's final pool): known values and gradient check.
+// GlobalMaxPool2d (VGG's final pool): known values (its gradient check is a row of the
+// layer case table, tests/layers/layer_cases.cpp).
 #include <gtest/gtest.h>
 
 #include "models/global_max_pool.h"
@@ -6,12 +7,6 @@
 
 namespace st::test {
 namespace {
-
-TEST(GradCheck, GlobalMaxPool2d) {
-  GlobalMaxPool2d pool;
-  Rng rng(13);
-  check_layer_gradients(pool, random_tensor({2, 3, 4, 5}, rng));
-}
 
 TEST(KnownValues, GlobalMaxPool2d) {
   GlobalMaxPool2d pool;

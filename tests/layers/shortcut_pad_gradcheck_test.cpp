@@ -1,4 +1,5 @@
-// ShortcutPadA (He et al. 2016 option A shortcut): known values and gradient check.
+// ShortcutPadA (He et al. 2016 option A shortcut): known values and shape errors (its
+// gradient checks are rows of the layer case table, tests/layers/layer_cases.cpp).
 #include <gtest/gtest.h>
 
 #include "models/shortcut_pad.h"
@@ -6,18 +7,6 @@
 
 namespace st::test {
 namespace {
-
-TEST(GradCheck, ShortcutPadA) {
-  ShortcutPadA pad(2, 4, 2);
-  Rng rng(11);
-  check_layer_gradients(pad, random_tensor({2, 2, 5, 5}, rng));
-}
-
-TEST(GradCheck, ShortcutPadAStride1) {
-  ShortcutPadA pad(3, 5, 1);
-  Rng rng(12);
-  check_layer_gradients(pad, random_tensor({2, 3, 4, 4}, rng));
-}
 
 // One 1-channel 3x3 image 1..9 to 3 channels at stride 2: the middle channel holds the
 // pixels (0,0), (0,2), (2,0), (2,2); the others are zero. Backward scatters back.

@@ -3,36 +3,31 @@
 // device and returns at once (the tensors it captures by value stay alive until it has
 // run, as CUDA's caching allocator keeps a block for the stream that uses it);
 // `launch_and_wait` also waits and returns the code's value, as a reduction that copies
-// its result to the host does. Inside the code, tensors of that device are reached with
-// Tensor::as_host_memory().
+// its result to the host does. On an executor of the device (inside a layer's task, say)
+// both run the code in place: it is already in stream order. Inside the code, tensors of
+// that device are reached with Tensor::as_host_memory().
 #pragma once
 
 #include <functional>
 #include <optional>
-#include <type_traits>
 #include <utility>
 
+#include "core/emu/runtime.h"
 #include "core/emu/stream.h"
 
 namespace st::emu {
 
 inline void launch(int device, std::function<void()> kernel) {
+  if (executing_device() == device) return kernel();
   current_stream(device).enqueue(std::move(kernel));
 }
 
 template <class F>
 auto launch_and_wait(int device, F&& f) -> decltype(f()) {
-  using R = decltype(f());
-  Stream& s = current_stream(device);
-  if constexpr (std::is_void_v<R>) {
-    s.enqueue(std::forward<F>(f));
-    s.synchronize();
-  } else {
-    std::optional<R> out;
-    s.enqueue([&out, &f] { out.emplace(f()); });
-    s.synchronize();
-    return std::move(*out);
-  }
+  std::optional<decltype(f())> out;
+  run_in_stream_order(
+      device, "a reduction", [&out, &f] { out.emplace(f()); }, /*slow=*/true);
+  return std::move(*out);
 }
 
 }  // namespace st::emu

@@ -2,16 +2,30 @@
 
 #include <omp.h>
 
+#include <atomic>
+
 #include "core/error.h"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace st {
 
+namespace {
+// The process's setting (0: never set). OpenMP's thread count is per thread, so a thread
+// that runs kernels for others (an emulated device's stream executor) adopts it.
+std::atomic<int> g_threads{0};
+}  // namespace
+
 void set_num_threads(int n) {
   ST_CHECK(n >= 1, "--threads must be at least 1, got ", n);
+  g_threads.store(n);
   omp_set_num_threads(n);
   openblas_set_num_threads(n);
+}
+
+void adopt_process_threads() {
+  const int n = g_threads.load();
+  if (n > 0 && omp_get_max_threads() != n) omp_set_num_threads(n);
 }
 
 int num_threads() {

@@ -8,6 +8,11 @@ namespace st {
 
 void set_num_threads(int n);
 int num_threads();
+// Makes the calling thread's OpenMP teams as large as set_num_threads said (OpenMP keeps
+// the count per thread): a thread that runs kernels for another, as an emulated device's
+// stream executor does, must split them as the caller's thread would, or its reductions
+// add in another order than the CPU run's.
+void adopt_process_threads();
 // Thin wrappers so headers need not include omp.h.
 int64_t omp_threads_in_team();
 int64_t omp_thread_id();

@@ -12,6 +12,7 @@
 
 #include "core/emu/runtime.h"
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace st::emu {
 
@@ -46,6 +47,7 @@ struct Stream::Impl {
         task = std::move(queue.front());
         queue.pop_front();
       }
+      adopt_process_threads();
       if (const int us = task_delay_us(); us > 0 && task.slow)
         std::this_thread::sleep_for(std::chrono::microseconds(us));
       std::exception_ptr failed;

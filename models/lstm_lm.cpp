@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/emu/launch.h"
 #include "core/kernels/math.h"
 #include "layers/init.h"
 #include "layers/linear.h"
@@ -101,6 +102,21 @@ float LmCrossEntropy::forward(Tensor& logits, const Tensor& targets) {
     logits_ = Tensor();
     return device_.forward(logits, targets);
   }
+  if (logits.device().is_emu()) {
+    // The CPU code as one task on the device's stream, on host views of the device
+    // tensors; the device tensors themselves are kept for backward's task.
+    const float loss = emu::launch_and_wait(logits.device().index, [&] {
+      Tensor h = logits.as_host_memory();
+      return forward_host(h, targets.as_host_memory());
+    });
+    logits_ = logits;
+    targets_ = targets;
+    return loss;
+  }
+  return forward_host(logits, targets);
+}
+
+float LmCrossEntropy::forward_host(Tensor& logits, const Tensor& targets) {
   ST_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32,
            "LmCrossEntropy: expected float32 logits [N, V], got ", logits.str());
   const int64_t n = logits.dim(0), v = logits.dim(1);
@@ -132,6 +148,20 @@ float LmCrossEntropy::forward(Tensor& logits, const Tensor& targets) {
 
 Tensor LmCrossEntropy::backward(float scale) {
   if (on_device_) return device_.backward(scale);
+  if (logits_.defined() && logits_.device().is_emu()) {
+    Tensor logits = logits_, targets = targets_;
+    emu::launch_and_wait(logits.device().index, [&] {
+      logits_ = logits.as_host_memory();
+      targets_ = targets.as_host_memory();
+      return backward_host(scale);
+    });
+    targets_ = Tensor();
+    return logits;  // overwritten in place with dL/dlogits
+  }
+  return backward_host(scale);
+}
+
+Tensor LmCrossEntropy::backward_host(float scale) {
   ST_CHECK(logits_.defined(), "LmCrossEntropy::backward called before forward");
   const int64_t n = logits_.dim(0), v = logits_.dim(1);
   const float s = scale / static_cast<float>(n);

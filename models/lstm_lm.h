@@ -93,6 +93,9 @@ class LmCrossEntropy {
   Tensor backward(float scale = 1.0f);
 
  private:
+  // The CPU code (on the CPU, or inside an emulated device's task).
+  float forward_host(Tensor& logits, const Tensor& targets);
+  Tensor backward_host(float scale);
   Tensor logits_, targets_;
   std::vector<float> lse_;  // per row: m + log sum exp(z - m)
   bool on_device_ = false;  // the last forward ran on CUDA, through device_

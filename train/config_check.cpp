@@ -61,13 +61,6 @@ void check_sparsifier_device(const TrainConfig& c) {
   const bool cuda =
       c.device.rfind("cuda", 0) == 0 || (c.device == "auto" && cuda_device_count() > 0);
   if (c.sparsifier == "none" || !cuda) return;
-  SparsifierOptions o;
-  o.density = c.density;
-  o.seed = c.seed;
-  o.params = c.sparsifier_params;
-  ST_CHECK(make_sparsifier(c.sparsifier, o)->device_ready(), "--sparsifier ", c.sparsifier,
-           " runs on CPU buckets only, not on --device ", c.device,
-           " (`sparsetrain sparsifiers` lists each method's devices)");
   // Without a device the device line comes first (parse_device), as for a dense run.
   ST_CHECK(cuda_device_count() == 0 || bulk::cuda_ops_built(), "--sparsifier ", c.sparsifier,
            " on --device ", c.device,

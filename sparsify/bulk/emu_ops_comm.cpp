@@ -43,7 +43,7 @@ void EmuOps::allgatherv(Communicator& comm, const Buffer& in, const std::vector<
                counts[static_cast<size_t>(comm.rank())] == in.size(),
            "bulk::EmuOps::allgatherv: rank ", comm.rank(), " sends ", in.size(),
            " elements but its count says otherwise");
-  resize(out, in.elem(), total);
+  target().resize(out, in.elem(), total);
   if (total == 0) return;
   Tensor src = in.empty() ? Tensor::empty({0}, dtype_for(in.elem()), device_) : view(in);
   Tensor dst = view(out);
@@ -58,7 +58,7 @@ void EmuOps::broadcast(Communicator& comm, Buffer& b, int root) {
 }
 
 void EmuOps::allgather(Communicator& comm, const Buffer& in, Buffer& out) {
-  resize(out, in.elem(), in.size() * comm.size());
+  target().resize(out, in.elem(), in.size() * comm.size());
   if (in.empty()) return;
   Tensor src = view(in);
   Tensor dst = view(out);

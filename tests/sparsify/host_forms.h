@@ -34,12 +34,18 @@ inline Selection host_selection(const DeviceSelection& d) {
   return s;
 }
 
-// select_on() on x; ctx.grad / ctx.aux, when set, become the side-input buffers.
+// Side inputs as host floats (n each), or null: they become SelectContext's buffers.
+struct HostSideInputs {
+  const float* grad = nullptr;
+  const float* aux = nullptr;
+};
+
+// select_on() on x.
 inline void select_host(Sparsifier& sp, SelectContext ctx, const float* x, int64_t n,
-                        Selection& out) {
+                        Selection& out, HostSideInputs side = {}) {
   bulk::Buffer xb = buffer_of(x, n), gb, ab;
-  if (ctx.grad) ctx.grad_buffer = &(gb = buffer_of(ctx.grad, n));
-  if (ctx.aux) ctx.aux_buffer = &(ab = buffer_of(ctx.aux, n));
+  if (side.grad) ctx.grad_buffer = &(gb = buffer_of(side.grad, n));
+  if (side.aux) ctx.aux_buffer = &(ab = buffer_of(side.aux, n));
   DeviceSelection d;
   sp.select_on(thread_cpu_ops(), ctx, xb, d);
   out = host_selection(d);
@@ -68,6 +74,14 @@ inline std::vector<float> second_message_host(Sparsifier& sp, const SelectContex
   bulk::Buffer fb = buffer_of(first_sum.data(), static_cast<int64_t>(first_sum.size())), out;
   sp.second_message_on(thread_cpu_ops(), ctx, xb, fb, out);
   return host_of<float>(out);
+}
+
+// observe() with the low-rank second message's sum (ExchangeFeedback::summed_buffer).
+inline void observe_summed(Sparsifier& sp, ExchangeFeedback fb, const std::vector<float>& sum) {
+  const bulk::Buffer b = buffer_of(sum.data(), static_cast<int64_t>(sum.size()));
+  fb.summed_buffer = &b;
+  fb.summed_size = b.size();
+  sp.observe(fb);
 }
 
 }  // namespace st::test

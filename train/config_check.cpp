@@ -65,7 +65,7 @@ void check_sparsifier_device(const TrainConfig& c) {
   ST_CHECK(cuda_device_count() == 0 || bulk::cuda_ops_built(), "--sparsifier ", c.sparsifier,
            " on --device ", c.device,
            ": this build has no CUDA implementation of the sparsifiers' bulk passes "
-           "(sparsify/bulk/cuda_ops.cu); train with --device cpu or without --sparsifier");
+           "(sparsify/bulk/core_cuda.cu); train with --device cpu or without --sparsifier");
 }
 
 // --precision and --comm-dtype: what each combination can honestly do.

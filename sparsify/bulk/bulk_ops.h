@@ -206,7 +206,7 @@ using OpsPtr = std::unique_ptr<Ops>;
 // The implementation for a device: CPU kernels, or CUDA on `device` (throws with one line
 // when this build has no CUDA backend).
 OpsPtr make_ops(Device device);
-// The CUDA implementation (sparsify/bulk/cuda_ops.cu); a build without the CUDA backend
+// The CUDA implementation (sparsify/bulk/core_cuda.cu); a build without the CUDA backend
 // defines it in sparsify/bulk/cuda_ops_disabled.cpp, where it throws.
 OpsPtr make_cuda_ops(Device device);
 // A family of `ops` that --sparsifier `method` needs; throws one line naming the method,

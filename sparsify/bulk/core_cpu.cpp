@@ -312,5 +312,4 @@ IndexBounds CpuOps::index_bounds(const Buffer& idx) {
   return b;
 }
 
-
 }  // namespace st::bulk

@@ -112,45 +112,24 @@ struct TopkRange {
   int64_t begin = 0, end = 0, k = 0;
 };
 
-class Ops;
-// The families an implementation may provide beyond the core (op_list.h): each one a
-// set of passes some methods need. An implementation says which it has through the
-// accessors of Ops (null: not provided); need<Family>() asks for one on a method's behalf.
-class ThresholdOps {
- public:
-  virtual ~ThresholdOps() = default;
-  // exceed_moments and exceed_compact reduce over fixed blocks of kMomentBlock elements
-  // counted from r.begin, each block summed in float (SIMD lanes), the blocks added in
-  // double in block order (sidco::Moments::add): one implementation gives the same bits
-  // for any thread count; implementations may differ in the last bits of the sums.
-  static constexpr int64_t kMomentBlock = 1 << 15;
-  ST_BULK_THRESHOLD_OPS(ST_BULK_DECLARE_PURE)
-};
-class QuantOps {
- public:
-  virtual ~QuantOps() = default;
-  ST_BULK_QUANT_OPS(ST_BULK_DECLARE_PURE)
-};
-class TransformOps {
- public:
-  virtual ~TransformOps() = default;
-  ST_BULK_TRANSFORM_OPS(ST_BULK_DECLARE_PURE)
-};
-class LowRankOps {
- public:
-  virtual ~LowRankOps() = default;
-  ST_BULK_LOW_RANK_OPS(ST_BULK_DECLARE_PURE)
-};
-class MethodOps {
- public:
-  virtual ~MethodOps() = default;
-  ST_BULK_METHOD_OPS(ST_BULK_DECLARE_PURE)
-};
-class ScopeOps {
- public:
-  virtual ~ScopeOps() = default;
-  ST_BULK_SCOPE_OPS(ST_BULK_DECLARE_PURE)
-};
+// exceed_moments and exceed_compact (ThresholdOps) reduce over fixed blocks of this many
+// elements counted from r.begin, each block summed in float (SIMD lanes), the blocks added
+// in double in block order (sidco::Moments::add): one implementation gives the same bits
+// for any thread count; implementations may differ in the last bits of the sums.
+inline constexpr int64_t kMomentBlock = 1 << 15;
+
+// The families an implementation may provide beyond the core (op_list.h): each one a set
+// of passes some methods need, an interface of its own. An implementation says which it
+// has through the accessors of Ops (null: not provided); need<Family>() asks for one on a
+// method's behalf.
+#define ST_BULK_FAMILY_CLASS(Class, accessor, label, list, ...) \
+  class Class {                                                 \
+   public:                                                      \
+    virtual ~Class() = default;                                 \
+    list(ST_BULK_DECLARE_PURE)                                  \
+  };
+ST_BULK_FAMILIES(ST_BULK_FAMILY_CLASS)
+#undef ST_BULK_FAMILY_CLASS
 
 // How an asynchronous implementation treats a call (op_list.h, "Mode").
 enum class OpMode : uint8_t { Handle, Release, Later, Sized, Wait, Fence, Comm };

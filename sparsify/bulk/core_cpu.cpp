@@ -28,8 +28,12 @@ void* CpuOps::memory(const Buffer& b) {
   return storage(b).defined() ? storage(b).raw() : nullptr;
 }
 
+void CpuOps::on_comm_tensors(Communicator&, const std::vector<Tensor*>&,
+                             const std::vector<Tensor*>&, const std::function<void()>& op) {
+  op();
+}
+
 Tensor CpuOps::view(const Buffer& b) {
-  memory(b);  // the communicator reads and writes it: an access like any other
   const Tensor& t = storage(b);
   return t.numel() == b.size() ? t : t.slice_flat(0, {b.size()});
 }
@@ -247,7 +251,7 @@ void CpuOps::union_of(const Buffer& all, const std::vector<int64_t>& offsets,
 void CpuOps::allreduce_sum(Communicator& comm, Buffer& b) {
   if (b.empty()) return;
   Tensor t = view(b);
-  comm.allreduce(t);
+  on_comm_tensors(comm, {}, {&t}, [&] { comm.allreduce(t); });
 }
 
 void CpuOps::allgatherv(Communicator& comm, const Buffer& in, const std::vector<int64_t>& counts,
@@ -260,15 +264,16 @@ void CpuOps::allgatherv(Communicator& comm, const Buffer& in, const std::vector<
            " elements but its count says otherwise");
   resize(out, in.elem(), total);
   if (total == 0) return;
-  Tensor o = view(out);
-  comm.allgatherv(in.empty() ? Tensor::empty({0}, dtype_for(in.elem()), device()) : view(in), o,
-                  counts);
+  Tensor src = in.empty() ? Tensor::empty({0}, dtype_for(in.elem()), device()) : view(in);
+  Tensor dst = view(out);
+  on_comm_tensors(comm, {&src}, {&dst}, [&] { comm.allgatherv(src, dst, counts); });
 }
 
 void CpuOps::broadcast(Communicator& comm, Buffer& b, int root) {
   if (b.empty()) return;
   Tensor t = view(b);
-  comm.broadcast(t, root);
+  // The root's values travel, so a staged copy must hold them too: an output.
+  on_comm_tensors(comm, {}, {&t}, [&] { comm.broadcast(t, root); });
 }
 
 Buffer CpuOps::slice(const Buffer& b, int64_t begin, int64_t n) {
@@ -285,8 +290,9 @@ Buffer CpuOps::slice(const Buffer& b, int64_t begin, int64_t n) {
 void CpuOps::allgather(Communicator& comm, const Buffer& in, Buffer& out) {
   resize(out, in.elem(), in.size() * comm.size());
   if (in.empty()) return;
-  Tensor o = view(out);
-  comm.allgather(view(in), o);
+  Tensor src = view(in);
+  Tensor dst = view(out);
+  on_comm_tensors(comm, {&src}, {&dst}, [&] { comm.allgather(src, dst); });
 }
 
 void CpuOps::scatter_axpy(float a, const Buffer& idx, const Buffer& vals, Buffer& y) {

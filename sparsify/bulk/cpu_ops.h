@@ -8,6 +8,7 @@
 // scatters run in index order.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "sparsify/bulk/bulk_ops.h"
@@ -41,8 +42,14 @@ class CpuOps : ST_BULK_FAMILIES(ST_BULK_PUBLIC_BASE) public Ops {
   const float* f32(const Buffer& b) { return static_cast<const float*>(memory(b)); }
   int32_t* i32(Buffer& b) { return static_cast<int32_t*>(memory(b)); }
   const int32_t* i32(const Buffer& b) { return static_cast<const int32_t*>(memory(b)); }
-  // A tensor viewing exactly the buffer's size() elements (collectives).
+  // A tensor viewing exactly the buffer's size() elements (collectives); no memory access.
   Tensor view(const Buffer& b);
+  // Runs a collective `op` on the buffers' tensor views (`inputs` read, `outputs` read and
+  // written): in place here; an implementation whose memory the communicator cannot
+  // take stages them (the emulated device's kernels).
+  virtual void on_comm_tensors(Communicator& comm, const std::vector<Tensor*>& inputs,
+                               const std::vector<Tensor*>& outputs,
+                               const std::function<void()>& op);
   // Copies a selection kernel's output into `out` (I32).
   void put_indices(const std::vector<int32_t>& v, Buffer& out);
 

@@ -1,8 +1,10 @@
 #include "sparsify/bulk/emu_ops.h"
 
+#include "comm/communicator.h"
 #include "core/emu/stream.h"
 #include "core/error.h"
 #include "sparsify/bulk/cpu_ops.h"
+#include "sparsify/bulk/host_staging.h"
 
 namespace st::bulk {
 
@@ -25,6 +27,19 @@ class EmuOps::Kernels : public CpuOps {
     CpuOps::resize(b, e, n);
   }
 
+ protected:
+  // After the stream (EmuOps::around): the device buffers themselves for the emulated
+  // collective backend (which orders its own stream after the caller's), host copies for
+  // any other backend (MPI, Local), as CudaOps does with NCCL and the others.
+  void on_comm_tensors(Communicator& comm, const std::vector<Tensor*>& inputs,
+                       const std::vector<Tensor*>& outputs,
+                       const std::function<void()>& op) override {
+    if (comm.backend() == "emu")
+      op();
+    else
+      on_host_copies(inputs, outputs, op);
+  }
+
  private:
   Device device_;
 };
@@ -42,11 +57,6 @@ emu::Stream& EmuOps::stream() const {
   return emu::current_stream(device_.index);
 }
 
-Tensor EmuOps::view(const Buffer& b) {
-  const Tensor& t = storage(b);
-  return t.numel() == b.size() ? t : t.slice_flat(0, {b.size()});
-}
-
 void EmuOps::later(const OpInfo&, std::function<void()> task) {
   stream().enqueue([k = kernels_, task = std::move(task)] {
     t_queued_call = true;
@@ -60,10 +70,16 @@ void EmuOps::later(const OpInfo&, std::function<void()> task) {
   });
 }
 
-// Handle and Release calls touch handles only and run here; the others (Wait, and the
-// fence) run on the stream, which this thread waits for.
+// Handle and Release calls touch handles only and run here; collectives run here once
+// the stream is done (the kernels hand the communicator device views or host copies);
+// the others (Wait, and the fence) run on the stream, which this thread waits for.
 void EmuOps::around(Call& call, FunctionRef run) {
   if (call.op.mode == OpMode::Handle || call.op.mode == OpMode::Release) {
+    run();
+    return;
+  }
+  if (call.op.mode == OpMode::Comm) {
+    stream().synchronize();
     run();
     return;
   }

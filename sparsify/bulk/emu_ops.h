@@ -5,10 +5,10 @@
 // outputs are sized on the host first, as CudaOps allocates before it launches; the task
 // works on copies of the buffer handles taken then); Wait calls (host values, downloads,
 // uploads, selections whose count sizes the output) queue and wait; Handle calls (sizes,
-// views) run on the host; finish() waits for the stream. Its own code is its collectives
-// (emu_ops_comm.cpp): they wait for the stream, then hand the device buffers to the
-// emulated collective backend (which orders its own stream after the caller's), or stage
-// them through the host for any other backend.
+// views) run on the host; finish() waits for the stream; collectives wait for the stream,
+// then the kernels hand the device buffers to the emulated collective backend (which
+// orders its own stream after the caller's), or stage them through the host for any other
+// backend.
 //
 // Errors raised inside a queued call (argument checks) surface at the next call that
 // waits, as a kernel's error does on a GPU. One EmuOps serves one thread at a time.
@@ -37,13 +37,6 @@ class EmuOps : public Decorator {
   Device device() const override { return device_; }
   const char* name() const override { return "emu"; }
 
-  // Collectives (emu_ops_comm.cpp).
-  void allreduce_sum(Communicator& comm, Buffer& b) override;
-  void allgatherv(Communicator& comm, const Buffer& in, const std::vector<int64_t>& counts,
-                  Buffer& out) override;
-  void broadcast(Communicator& comm, Buffer& b, int root) override;
-  void allgather(Communicator& comm, const Buffer& in, Buffer& out) override;
-
  protected:
   void around(Call& call, FunctionRef run) override;
   bool queues() const override { return true; }
@@ -53,8 +46,6 @@ class EmuOps : public Decorator {
   class Kernels;  // CpuOps on this device's buffers
   EmuOps(Device device, std::shared_ptr<Kernels> kernels);
   emu::Stream& stream() const;
-  // A tensor viewing exactly the buffer's size() elements (no memory access).
-  static Tensor view(const Buffer& b);
 
   Device device_;
   std::shared_ptr<Kernels> kernels_;  // shared with the queued calls

@@ -112,7 +112,7 @@
   X(ThresholdOps, Wait, float, topk_abs_among,                                                    \
     (const Buffer& x, const Buffer& candidates, int64_t k, Buffer& out), (x, candidates, k, out), \
     (&x, &candidates, &out), ())                                                                  \
-  /* Moments of a = |x| over r, over blocks of kMomentBlock (see ThresholdOps):                   \
+  /* Moments of a = |x| over r, over blocks of bulk::kMomentBlock:                                \
        tau < 0, log_scale > 0: sumlog = sum sidco::log_term(x, log_scale)                         \
        tau < 0:                count = r.size(), sum a, sumsq a^2                                 \
        tau >= 0:               count, sum, sumsq and min over a > tau (min = +inf if none) */     \

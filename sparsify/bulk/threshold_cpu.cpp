@@ -14,7 +14,7 @@ namespace st::bulk {
 
 namespace {
 
-constexpr int64_t kBlock = ThresholdOps::kMomentBlock;
+constexpr int64_t kBlock = kMomentBlock;
 
 // Moments over [0, n) of fixed blocks, each reduced by f(begin, end, moments) in
 // parallel and added in block order: the result does not depend on the thread count.

@@ -61,9 +61,6 @@ class TimingOps : public Decorator {
  public:
   TimingOps(OpsPtr target, PhaseClock& clock)
       : Decorator(*target), owned_(std::move(target)), clock_(clock) {}
-  // The implementation it times (tests look through the decorator).
-  Ops& timed() { return *owned_; }
-
  protected:
   void around(Call& call, FunctionRef run) override;
 

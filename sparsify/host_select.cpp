@@ -1,6 +1,6 @@
 #include "sparsify/host_select.h"
 
-#include "sparsify/bulk/cpu_ops.h"
+#include "sparsify/device_state.h"
 
 namespace st {
 
@@ -16,7 +16,7 @@ void download_all(bulk::Ops& ops, const bulk::Buffer& b, std::vector<T>& out) {
 
 void select_on_host(Sparsifier& sp, const SelectContext& ctx, const float* x, int64_t n,
                     Selection& out, const float* grad_host, const float* aux_host) {
-  bulk::CpuOps ops;
+  bulk::Ops& ops = thread_cpu_ops();
   bulk::Buffer xb, grad, aux;
   ops.upload(x, bulk::Elem::F32, n, xb);
   SelectContext c = ctx;

@@ -1,6 +1,6 @@
-// A device-ready sparsifier (Sparsifier::select_on) run on host memory through the CPU
-// implementation of bulk::Ops: for callers that hold x as plain floats (unit tests,
-// fuzz targets, benchmarks, tools). x and the side inputs, when given (n floats each:
+// A sparsifier (Sparsifier::select_on) run on host memory through this thread's CPU
+// implementation of bulk::Ops (thread_cpu_ops): for callers that hold x as plain floats
+// (unit tests, fuzz targets, benchmarks, tools). x and the side inputs, when given (n floats each:
 // SelectContext::grad_buffer, aux_buffer), are copied into CPU buffers.
 #pragma once
 

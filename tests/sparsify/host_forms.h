@@ -1,4 +1,4 @@
-// Device-ready sparsifiers driven from host vectors in tests: select_on, unpack_on,
+// Sparsifiers driven from host vectors in tests: select_on, unpack_on,
 // decode_on and second_message_on through this thread's CPU implementation of bulk::Ops
 // (one long-lived instance, so rule state that remembers its Ops stays valid between
 // calls), results copied back to plain vectors.
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sparsify/device_state.h"
+#include "sparsify/host_select.h"
 #include "sparsify/sparsifier.h"
 
 namespace st::test {
@@ -40,15 +41,10 @@ struct HostSideInputs {
   const float* aux = nullptr;
 };
 
-// select_on() on x.
-inline void select_host(Sparsifier& sp, SelectContext ctx, const float* x, int64_t n,
+// select_on() on x (sparsify/host_select.h).
+inline void select_host(Sparsifier& sp, const SelectContext& ctx, const float* x, int64_t n,
                         Selection& out, HostSideInputs side = {}) {
-  bulk::Buffer xb = buffer_of(x, n), gb, ab;
-  if (side.grad) ctx.grad_buffer = &(gb = buffer_of(side.grad, n));
-  if (side.aux) ctx.aux_buffer = &(ab = buffer_of(side.aux, n));
-  DeviceSelection d;
-  sp.select_on(thread_cpu_ops(), ctx, xb, d);
-  out = host_selection(d);
+  select_on_host(sp, ctx, x, n, out, side.grad, side.aux);
 }
 
 inline void unpack_host(const Sparsifier& sp, const SelectContext& ctx, int64_t n,

@@ -5,18 +5,22 @@
 // result positions must agree bit for bit. Three settings: per bucket
 // (two buckets, per-bucket state), a dense warm-up step first, and per tensor
 // (--sp scope=tensor, for the methods that accept it). A last pair of tests shows the
-// guard catching a method that reads memory behind the interface.
+// guard catching a method that reads memory behind the interface; the last ones check a
+// missing family's error and the phase timing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "layers/param.h"
+#include "sparsify/bulk/timing_ops.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "tests/sparsify/deferring_ops.h"
@@ -284,6 +288,74 @@ TEST(GuardCatches, ACallAroundTheGuard) {
   EXPECT_THROW(ops.unguarded().download(b, 0, 1, &back), Error);
   ops.download(b, 0, 1, &back);
   EXPECT_EQ(back, 1.0f);
+}
+
+// An implementation without the quantisation family (the CPU one behind a decorator that
+// withholds it).
+class WithoutQuant : private CpuTarget, public bulk::Decorator {
+ public:
+  WithoutQuant() : Decorator(cpu) {}
+  bulk::QuantOps* quant() override { return nullptr; }
+};
+
+// A method that needs a family the implementation lacks stops at its first selection
+// with one line naming the method, the family and the device.
+TEST(DeviceInterface, AMissingFamilyIsOneLineNamingMethodFamilyAndDevice) {
+  WithoutQuant ops;
+  EXPECT_EQ(ops.quant(), nullptr);
+  EXPECT_NE(ops.threshold(), nullptr);
+  const SparsifierPtr qsgd = make_sparsifier("qsgd", options_for("qsgd"));
+  const std::vector<float> host(100, 1.0f);
+  bulk::Buffer x;
+  ops.upload(host.data(), bulk::Elem::F32, 100, x);
+  SelectContext ctx;
+  ctx.k = 1;
+  DeviceSelection out;
+  try {
+    qsgd->select_on(ops, ctx, x, out);
+    ADD_FAILURE() << "qsgd selected without the quantisation family";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--sparsifier qsgd"), std::string::npos) << m;
+    EXPECT_NE(m.find("quantisation and bit packing"), std::string::npos) << m;
+    EXPECT_NE(m.find("cpu"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
+// The attribution rule (sparsify/bulk/timing_ops.h): a phase is its wall time minus the
+// collectives inside it, which are the comm phase's.
+TEST(DeviceInterface, APhaseIsItsWallTimeMinusItsCollectives) {
+  bulk::PhaseClock clock;
+  clock.start(bulk::Phase::Pack);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  clock.add_collective(5.0);
+  clock.enter(bulk::Phase::Other);
+  EXPECT_EQ(clock.ms(bulk::Phase::Comm), 5.0);
+  EXPECT_GE(clock.ms(bulk::Phase::Pack), 15.0);
+  EXPECT_EQ(clock.ms(bulk::Phase::Decode), 0.0);
+}
+
+// TimingOps times the collectives into the clock and leaves every other call to the phase
+// it runs in; results are the wrapped implementation's.
+TEST(DeviceInterface, TimingOpsCountsCollectivesAsComm) {
+  Communicator& c = world();
+  bulk::PhaseClock clock;
+  bulk::TimingOps ops(std::make_unique<bulk::CpuOps>(), clock);
+  clock.start(bulk::Phase::Pack);
+  const std::vector<float> host(1000, 1.0f);
+  bulk::Buffer b;
+  ops.upload(host.data(), bulk::Elem::F32, 1000, b);
+  ops.scale(b, {0, 1000}, 2.0f);
+  clock.enter(bulk::Phase::Decode);
+  EXPECT_EQ(clock.ms(bulk::Phase::Comm), 0.0);
+  EXPECT_GT(clock.ms(bulk::Phase::Pack), 0.0);
+  ops.allreduce_sum(c, b);
+  clock.enter(bulk::Phase::Other);
+  EXPECT_GT(clock.ms(bulk::Phase::Comm), 0.0);
+  float back = 0.0f;
+  ops.download(b, 999, 1, &back);
+  EXPECT_EQ(back, 2.0f * static_cast<float>(c.size()));
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 // poison between calls), on 1, 2 and 4 ranks; the aggregated updates, residuals and
 // result positions must agree bit for bit. Three settings: per bucket
 // (two buckets, per-bucket state), a dense warm-up step first, and per tensor
-// (--sp scope=tensor, for the methods that accept it). A last pair of tests shows the
-// guard catching a method that reads memory behind the interface; the last ones check a
-// missing family's error and the phase timing.
+// (--sp scope=tensor, for the methods that accept it). Further tests show the guard
+// catching a method that reads memory behind the interface, and check a missing family's
+// one-line error and the phase clock's attribution rule.
 #include <gtest/gtest.h>
 
 #include <algorithm>

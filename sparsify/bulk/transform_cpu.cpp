@@ -108,26 +108,36 @@ struct CpuOps::FftCache {
 
 // --- FFT ---
 
+namespace {
+
+// fn(piece, its plans, m) for every piece, in parallel (m = 2 (len/2 + 1) floats of its
+// half spectrum); the plans were made beforehand (FftCache::prepare).
+template <class Cache, class Fn>
+void for_each_piece(Cache& cache, const std::vector<FftPiece>& pieces, Fn fn) {
+  const auto np = static_cast<int64_t>(pieces.size());
+#pragma omp parallel for schedule(dynamic) if (np > 1)
+  for (int64_t i = 0; i < np; ++i) {
+    const FftPiece& p = pieces[static_cast<size_t>(i)];
+    fn(p, cache.by_len.at(p.len), 2 * (p.len / 2 + 1));
+  }
+}
+
+}  // namespace
+
 void CpuOps::rfft(const Buffer& x, const std::vector<FftPiece>& pieces, Buffer& coef) {
   if (!fft_) fft_ = std::make_shared<FftCache>();
   fft_->prepare(pieces);
   const float* xp = f32(x);
   float* cp = f32(coef);
   check::fft_pieces("rfft", pieces, x.size(), coef.size());
-  const int64_t np = static_cast<int64_t>(pieces.size());
-  FftCache& cache = *fft_;
-#pragma omp parallel for schedule(dynamic) if (np > 1)
-  for (int64_t i = 0; i < np; ++i) {
-    const FftPiece& p = pieces[static_cast<size_t>(i)];
+  for_each_piece(*fft_, pieces, [&](const FftPiece& p, const auto& pl, int64_t m) {
     // Into aligned scratch, then copied: the coefficient layout leaves pieces unaligned.
-    const FftCache::Plans& pl = cache.by_len.at(p.len);
-    const int64_t m = 2 * (p.len / 2 + 1);
     float* out = thread_scratch(m);
     float* in = const_cast<float*>(xp + p.begin);
     fftwf_execute_dft_r2c(fftw_aligned(in) ? pl.r2c : pl.r2c_u, in,
                           reinterpret_cast<fftwf_complex*>(out));
     std::copy(out, out + m, cp + p.coef);
-  }
+  });
 }
 
 void CpuOps::irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buffer& out) {
@@ -136,14 +146,8 @@ void CpuOps::irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buff
   const float* cp = f32(coef);
   float* op = f32(out);
   check::fft_pieces("irfft", pieces, out.size(), coef.size());
-  const int64_t np = static_cast<int64_t>(pieces.size());
-  FftCache& cache = *fft_;
-#pragma omp parallel for schedule(dynamic) if (np > 1)
-  for (int64_t i = 0; i < np; ++i) {
-    const FftPiece& p = pieces[static_cast<size_t>(i)];
+  for_each_piece(*fft_, pieces, [&](const FftPiece& p, const auto& pl, int64_t m) {
     // c2r overwrites its input: transform an aligned copy, then scale by 1/N.
-    const FftCache::Plans& pl = cache.by_len.at(p.len);
-    const int64_t m = 2 * (p.len / 2 + 1);
     float* in = thread_scratch(m);
     std::copy(cp + p.coef, cp + p.coef + m, in);
     float* dst = op + p.begin;
@@ -151,7 +155,7 @@ void CpuOps::irfft(const Buffer& coef, const std::vector<FftPiece>& pieces, Buff
                           reinterpret_cast<fftwf_complex*>(in), dst);
     const float inv = 1.0f / static_cast<float>(p.len);
     for (int64_t e = 0; e < p.len; ++e) dst[e] *= inv;
-  }
+  });
 }
 
 void CpuOps::sq_magnitudes(const Buffer& coef, Buffer& mag) {

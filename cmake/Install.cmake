@@ -50,7 +50,8 @@ set(ST_PUBLIC_HEADERS
     sparsify/dense.h sparsify/micro.h sparsify/partition_math.h sparsify/quant_math.h
     sparsify/randomk.h sparsify/registry.h sparsify/sidco_moments.h sparsify/sp_keys.h
     sparsify/sparsifier.h sparsify/sparsify_hook.h sparsify/state_io.h sparsify/topk.h
-    sparsify/bulk/bulk_ops.h sparsify/bulk/cpu_ops.h sparsify/testing/conformance.h
+    sparsify/bulk/bulk_ops.h sparsify/bulk/cpu_ops.h sparsify/bulk/decorator.h
+    sparsify/bulk/op_list.h sparsify/bulk/timing_ops.h sparsify/testing/conformance.h
     train/checkpoint.h train/config.h train/config_check.h train/flags.h train/lm_trainer.h
     train/metrics.h train/trainer.h train/training_loop.h)
 foreach(_h ${ST_PUBLIC_HEADERS})

@@ -14,7 +14,6 @@ class CltK : public Sparsifier {
   ExchangePattern pattern() const override { return ExchangePattern::LeaderIndices; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
 
   // The rank whose indices everyone uses at iteration t (the hook uses the same rule).
   static int leader(int64_t t, int world) { return static_cast<int>(t % world); }

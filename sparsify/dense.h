@@ -10,7 +10,6 @@ class DenseSparsifier : public Sparsifier {
  public:
   std::string name() const override { return "dense"; }
   ExchangePattern pattern() const override { return ExchangePattern::Dense; }
-  bool device_ready() const override { return true; }
   // Nothing is selected: the hook's dense pattern sends the whole bucket.
   void select_on(bulk::Ops& ops, const SelectContext&, const bulk::Buffer&,
                  DeviceSelection& out) override {

@@ -42,8 +42,9 @@ class DeviceState {
   std::vector<float> loaded_;  // from a checkpoint, uploaded by the next bind()
 };
 
-// A CPU implementation of bulk::Ops that lives as long as the calling thread (host
-// forms of device-ready methods, state reads of CPU buffers).
+// A CPU implementation of bulk::Ops that lives as long as the calling thread
+// (select_on_host, state reads of CPU buffers): rule state that remembers its Ops stays
+// valid from one call to the next.
 bulk::Ops& thread_cpu_ops();
 
 }  // namespace st

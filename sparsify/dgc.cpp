@@ -62,6 +62,8 @@ float Dgc::sampled_threshold(bulk::Ops& ops, const SelectContext& ctx, const bul
 
 void Dgc::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                     DeviceSelection& out) {
+  bulk::MethodOps& passes = bulk::need<bulk::MethodOps>(ops, name());
+  bulk::ThresholdOps& thresholds = bulk::need<bulk::ThresholdOps>(ops, name());
   const int64_t n = x.size();
   const bulk::Buffer* v = &x;
   BucketState* st = nullptr;
@@ -72,14 +74,14 @@ void Dgc::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer
     st->v.bind(ops, n);
     st->seen.bind(ops, n);
     // DGC eq. 6-7 on g = x - (last residual): u = m u + g; v = v + u.
-    ops.dgc_momentum(static_cast<float>(opt_.momentum), x, st->u.buf(), st->v.buf(),
-                     st->seen.buf());
+    passes.dgc_momentum(static_cast<float>(opt_.momentum), x, st->u.buf(), st->v.buf(),
+                        st->seen.buf());
     v = &st->v.buf();
   }
   const float thr = sampled_threshold(ops, ctx, *v);
   ops.select_abs(*v, {0, n}, thr, /*strict=*/false, candidates_);
   if (3 * candidates_.size() > 4 * ctx.k) {
-    ops.topk_abs_among(*v, candidates_, ctx.k, out.indices);  // hierarchical Top-k
+    thresholds.topk_abs_among(*v, candidates_, ctx.k, out.indices);  // hierarchical Top-k
   } else {
     std::swap(out.indices, candidates_);
   }

@@ -41,7 +41,6 @@ class Dgc : public Sparsifier {
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
 
   // thr from a sample of |v|: the smallest of its top max(1, round(d * samples)). The
   // sample (positions drawn from Philox) is gathered on the device and ranked on the host.

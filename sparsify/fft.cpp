@@ -77,45 +77,49 @@ int64_t FftSparsifier::domain_size(const SelectContext& ctx, int64_t n) const {
 
 void FftSparsifier::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                               DeviceSelection& out) {
+  bulk::TransformOps& transforms = bulk::need<bulk::TransformOps>(ops, name());
+  bulk::QuantOps& quantizer = bulk::need<bulk::QuantOps>(ops, name());
   const int64_t n = x.size();
   const std::vector<Piece> pieces = layout(ctx, n);
   ops.resize(coef_, Elem::F32, domain_size(ctx, n));
-  ops.rfft(x, pieces, coef_);
+  transforms.rfft(x, pieces, coef_);
   // Every piece (a tensor, or a block of one) keeps the (1 - theta) fraction of its own
   // coefficients with the largest magnitude: |F| grows with sqrt(length), so one cut over
   // the whole bucket would leave short tensors (biases, BatchNorm) with nothing.
   const double th = theta(ctx.iteration, ctx.density);
   last_theta_[ctx.bucket] = th;
-  ops.sq_magnitudes(coef_, mag_);  // squared magnitude: same order, no hypot
+  transforms.sq_magnitudes(coef_, mag_);  // squared magnitude: same order, no hypot
   std::vector<bulk::TopkRange> ranges;
   ranges.reserve(pieces.size());
   for (const Piece& p : pieces) {
     const int64_t first = p.coef / 2, count = p.len / 2 + 1;
     ranges.push_back({first, first + count, kept_share(th, count)});
   }
-  const float cut = ops.topk_abs_ranges(mag_, ranges, keep_);
+  const float cut = transforms.topk_abs_ranges(mag_, ranges, keep_);
   const int64_t k = keep_.size();
   out.threshold = std::sqrt(cut);  // the smallest kept magnitude
   // The kept (re, im) parts; range-based float over them: the exponent field spans
   // log2(max / min non-zero).
-  ops.pair_indices(keep_, out.indices);
+  transforms.pair_indices(keep_, out.indices);
   ops.gather(coef_, out.indices, kept_);
   const float mx = ops.stats(kept_, {0, 2 * k}).abs_max;
-  const float mn = ops.abs_min_nonzero(kept_, {0, 2 * k});
+  const float mn = quantizer.abs_min_nonzero(kept_, {0, 2 * k});
   const quant::RangeFloat f = quant::range_float_format(mx, mn, bits_);
-  ops.range_float_quantize(f, kept_, codes_, out.values);
+  quantizer.range_float_quantize(f, kept_, codes_, out.values);
   // [format][k][k coefficient indices][2k codes]
   const uint32_t header[2] = {quant::range_float_pack(f), static_cast<uint32_t>(k)};
   ops.upload(header, Elem::U32, 2, header_);
   ops.resize(out.packed, Elem::U32, 2 + k + quant::words_for_bits(2 * k * bits_));
   ops.copy(header_, 0, out.packed, 0, 2);
   ops.copy(keep_, 0, out.packed, 2, k);
-  ops.pack_bits(codes_, bits_, out.packed, 2 + k);
+  quantizer.pack_bits(codes_, bits_, out.packed, 2 + k);
 }
 
 void FftSparsifier::unpack_on(bulk::Ops& ops, const SelectContext&, int64_t,
                               const bulk::Buffer& words, int64_t offset, int64_t count,
                               DeviceSelection& out) const {
+  bulk::TransformOps& transforms = bulk::need<bulk::TransformOps>(ops, name());
+  bulk::QuantOps& quantizer = bulk::need<bulk::QuantOps>(ops, name());
   if (count == 0) {
     ops.resize(out.indices, Elem::I32, 0);
     ops.resize(out.values, Elem::F32, 0);
@@ -131,15 +135,16 @@ void FftSparsifier::unpack_on(bulk::Ops& ops, const SelectContext&, int64_t,
            " bits");
   ops.resize(keep_, Elem::I32, k);
   ops.copy(words, offset + 2, keep_, 0, k);
-  ops.pair_indices(keep_, out.indices);
-  ops.unpack_bits(words, offset + 2 + k, 2 * k, bits_, codes_);
-  ops.range_float_dequantize(f, codes_, out.values);
+  transforms.pair_indices(keep_, out.indices);
+  quantizer.unpack_bits(words, offset + 2 + k, 2 * k, bits_, codes_);
+  quantizer.range_float_dequantize(f, codes_, out.values);
 }
 
 void FftSparsifier::decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs,
                               int64_t n, bulk::Buffer& out) {
+  bulk::TransformOps& transforms = bulk::need<bulk::TransformOps>(ops, name());
   ops.resize(out, Elem::F32, n);
-  ops.irfft(coeffs, layout(ctx, n), out);
+  transforms.irfft(coeffs, layout(ctx, n), out);
 }
 
 double FftSparsifier::state_signature(int bucket) const {

@@ -45,7 +45,6 @@ class FftSparsifier : public Sparsifier {
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
   bool packs() const override { return true; }
   void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
                  int64_t offset, int64_t count, DeviceSelection& out) const override;

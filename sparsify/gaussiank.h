@@ -28,7 +28,6 @@ class GaussianK : public Sparsifier {
   bool sends_at_least_one() const override { return false; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
 
   // mu + sigma * Phi^{-1}(1 - d/2) (Boost.Math normal quantile).
   static double initial_threshold(double mean, double stddev, double density);

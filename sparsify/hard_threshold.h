@@ -19,7 +19,6 @@ class HardThreshold : public Sparsifier {
   bool sends_at_least_one() const override { return false; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
   // lambda of the bucket (a function of k only, so equal on every rank).
   double state_signature(int bucket) const override;
 

@@ -1,6 +1,6 @@
 #include "sparsify/host_select.h"
 
-#include "sparsify/bulk/cpu_ops.h"
+#include "sparsify/device_state.h"
 
 namespace st {
 
@@ -15,17 +15,17 @@ void download_all(bulk::Ops& ops, const bulk::Buffer& b, std::vector<T>& out) {
 }  // namespace
 
 void select_on_host(Sparsifier& sp, const SelectContext& ctx, const float* x, int64_t n,
-                    Selection& out) {
-  bulk::CpuOps ops;
+                    Selection& out, const float* grad_host, const float* aux_host) {
+  bulk::Ops& ops = thread_cpu_ops();
   bulk::Buffer xb, grad, aux;
   ops.upload(x, bulk::Elem::F32, n, xb);
   SelectContext c = ctx;
-  if (ctx.grad) {
-    ops.upload(ctx.grad, bulk::Elem::F32, n, grad);
+  if (grad_host) {
+    ops.upload(grad_host, bulk::Elem::F32, n, grad);
     c.grad_buffer = &grad;
   }
-  if (ctx.aux) {
-    ops.upload(ctx.aux, bulk::Elem::F32, n, aux);
+  if (aux_host) {
+    ops.upload(aux_host, bulk::Elem::F32, n, aux);
     c.aux_buffer = &aux;
   }
   DeviceSelection sel;

@@ -58,6 +58,7 @@ part::Range Micro::partition(int bucket, int p) const {
 
 void Micro::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                       DeviceSelection& out) {
+  bulk::ThresholdOps& thresholds = bulk::need<bulk::ThresholdOps>(ops, name());
   out.clear_scalars();
   ops.resize(out.values, bulk::Elem::F32, 0);
   const int64_t n = x.size();
@@ -75,7 +76,7 @@ void Micro::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buff
   // passes, one element, a different one each iteration (MiCRO code).
   const part::Range own =
       partition(ctx.bucket, part::owned_partition(ctx.iteration, ctx.rank, ctx.world));
-  ops.threshold_select(x, own, static_cast<float>(b.tau), ctx.iteration, out.indices);
+  thresholds.threshold_select(x, own, static_cast<float>(b.tau), ctx.iteration, out.indices);
   out.threshold = b.tau;
 }
 

@@ -35,7 +35,6 @@ class Micro : public Sparsifier {
   bool partitioned() const override { return true; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
   void observe(const ExchangeFeedback& feedback) override;
   double state_signature(int bucket) const override;
   void save_state(StateWriter& out) const override;

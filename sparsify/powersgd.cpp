@@ -97,6 +97,7 @@ PowerSgd::State& PowerSgd::state(bulk::Ops& ops, const SelectContext& ctx,
 
 void PowerSgd::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                          DeviceSelection& out) {
+  bulk::LowRankOps& low_rank = bulk::need<bulk::LowRankOps>(ops, name());
   const std::vector<Block> blocks = layout(ctx, x.size());
   State& s = state(ops, ctx, blocks);
   int64_t p_size = 0;
@@ -107,8 +108,9 @@ void PowerSgd::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::B
   int64_t p = 0, q = 0;
   for (const Block& b : blocks) {
     if (b.rank == 0) continue;
-    ops.gemm(false, false, b.rows, b.rank, b.cols, 1.0f, x, b.begin, s.q.buf(), q, 0.0f, out.values,
-             p);  // P = M Q
+    low_rank.gemm(false, false, b.rows, b.rank, b.cols, 1.0f, x, b.begin, s.q.buf(), q, 0.0f,
+                  out.values,
+                  p);  // P = M Q
     p += b.rows * b.rank;
     q += b.cols * b.rank;
   }
@@ -120,6 +122,7 @@ void PowerSgd::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::B
 // tiny dependent passes.
 void PowerSgd::second_message_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                                  const bulk::Buffer& first_sum, bulk::Buffer& out) {
+  bulk::LowRankOps& low_rank = bulk::need<bulk::LowRankOps>(ops, name());
   const std::vector<Block> blocks = layout(ctx, x.size());
   State& s = state_.at(ctx.bucket);
   int64_t p_size = 0, q_size = 0, dense = 0;
@@ -145,8 +148,8 @@ void PowerSgd::second_message_on(bulk::Ops& ops, const SelectContext& ctx, const
       d += b.cols;
       continue;
     }
-    ops.gemm(true, false, b.cols, b.rank, b.rows, 1.0f, x, b.begin, s.phat, p, 0.0f, out,
-             q);  // M^T P^
+    low_rank.gemm(true, false, b.cols, b.rank, b.rows, 1.0f, x, b.begin, s.phat, p, 0.0f, out,
+                  q);  // M^T P^
     p += b.rows * b.rank;
     q += b.cols * b.rank;
   }
@@ -154,6 +157,7 @@ void PowerSgd::second_message_on(bulk::Ops& ops, const SelectContext& ctx, const
 
 void PowerSgd::decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs,
                          int64_t n, bulk::Buffer& out) {
+  bulk::LowRankOps& low_rank = bulk::need<bulk::LowRankOps>(ops, name());
   const std::vector<Block> blocks = layout(ctx, n);
   State& s = state_.at(ctx.bucket);
   int64_t q_size = 0;
@@ -166,18 +170,17 @@ void PowerSgd::decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::B
       d += b.cols;
       continue;
     }
-    ops.gemm(false, true, b.rows, b.cols, b.rank, 1.0f, s.phat, p, coeffs, q, 0.0f, out,
-             b.begin);  // P^ Q^T
+    low_rank.gemm(false, true, b.rows, b.cols, b.rank, 1.0f, s.phat, p, coeffs, q, 0.0f, out,
+                  b.begin);  // P^ Q^T
     p += b.rows * b.rank;
     q += b.cols * b.rank;
   }
 }
 
 // Warm start: the next step's Q is this step's average Q (identical on every rank), copied
-// on the device by the Ops of this exchange. A host sum (callers without buffers) is
-// uploaded the same way.
+// on the device by the Ops of this exchange.
 void PowerSgd::observe(const ExchangeFeedback& fb) {
-  if (!warm_start_ || (fb.summed_buffer == nullptr && fb.summed == nullptr)) return;
+  if (!warm_start_ || fb.summed_buffer == nullptr) return;
   State& s = state_.at(fb.bucket);
   bulk::Ops* ops = s.q.ops();
   ST_CHECK(ops != nullptr, "powersgd: feedback for bucket ", fb.bucket, " before its selection");
@@ -185,11 +188,7 @@ void PowerSgd::observe(const ExchangeFeedback& fb) {
   const float inv = 1.0f / static_cast<float>(std::max<size_t>(1, fb.rank_counts.size()));
   ST_CHECK(fb.summed_size >= q_size, "powersgd: summed message of ", fb.summed_size, " floats for ",
            q_size, " warm-start values");
-  if (fb.summed_buffer != nullptr) {
-    ops->copy(*fb.summed_buffer, 0, s.q.buf(), 0, q_size);
-  } else {
-    s.q.assign(*ops, std::vector<float>(fb.summed, fb.summed + q_size));
-  }
+  ops->copy(*fb.summed_buffer, 0, s.q.buf(), 0, q_size);
   ops->scale(s.q.buf(), {0, q_size}, inv);
 }
 

@@ -30,7 +30,6 @@ class PowerSgd : public Sparsifier {
   ExchangePattern pattern() const override { return ExchangePattern::LowRank; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
   void second_message_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                          const bulk::Buffer& first_sum, bulk::Buffer& out) override;
   void decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs, int64_t n,

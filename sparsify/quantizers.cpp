@@ -83,21 +83,22 @@ void check_words(const std::string& who, int64_t words, int64_t want) {
 }
 
 // Scales first, then the codes: the sparsifiers' wire format.
-void pack_message(bulk::Ops& ops, const bulk::QuantSpec& q, const bulk::Buffer& scales,
-                  const bulk::Buffer& codes, bulk::Buffer& packed) {
+void pack_message(bulk::Ops& ops, bulk::QuantOps& quantizer, const bulk::QuantSpec& q,
+                  const bulk::Buffer& scales, const bulk::Buffer& codes, bulk::Buffer& packed) {
   const int64_t g = scales.size();
   ops.resize(packed, Elem::U32, g + quant::words_for_bits(codes.size() * q.bits()));
   ops.copy(scales, 0, packed, 0, g);
-  ops.pack_bits(codes, q.bits(), packed, g);
+  quantizer.pack_bits(codes, q.bits(), packed, g);
 }
 
 void unpack_message(bulk::Ops& ops, const bulk::QuantSpec& q, const std::string& who, int64_t n,
                     const bulk::Buffer& words, int64_t offset, int64_t count, bulk::Buffer& codes,
                     DeviceSelection& out) {
+  bulk::QuantOps& quantizer = bulk::need<bulk::QuantOps>(ops, who);
   const int64_t g = q.groups(n);
   check_words(who, count, g + quant::words_for_bits(n * q.bits()));
-  ops.unpack_bits(words, offset + g, n, q.bits(), codes);
-  ops.dequantize(q, codes, words, offset, out.values);
+  quantizer.unpack_bits(words, offset + g, n, q.bits(), codes);
+  quantizer.dequantize(q, codes, words, offset, out.values);
   ops.iota(out.indices, n, 0);
 }
 
@@ -105,9 +106,10 @@ void unpack_message(bulk::Ops& ops, const bulk::QuantSpec& q, const std::string&
 
 void StochasticQuantizer::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                                     DeviceSelection& out) {
+  bulk::QuantOps& quantizer = bulk::need<bulk::QuantOps>(ops, name());
   const bulk::QuantSpec q = spec(ctx);
-  ops.quantize(q, x, scales_, codes_, out.values);
-  pack_message(ops, q, scales_, codes_, out.packed);
+  quantizer.quantize(q, x, scales_, codes_, out.values);
+  pack_message(ops, quantizer, q, scales_, codes_, out.packed);
   ops.iota(out.indices, x.size(), 0);
 }
 

@@ -14,7 +14,6 @@ class RandomK : public Sparsifier {
   ExchangePattern pattern() const override { return ExchangePattern::SharedIndices; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
 
   // k distinct positions in [0, n), ascending, a pure function of (seed, bucket, t).
   // Floyd's algorithm (Bentley & Floyd, CACM 1987): k draws, no shuffle of n elements.

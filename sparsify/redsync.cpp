@@ -16,6 +16,7 @@ RedSync::RedSync(const SpValues& v) : RedSync(static_cast<int>(v.get_int(kItersK
 
 void RedSync::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                         DeviceSelection& out) {
+  bulk::ThresholdOps& thresholds = bulk::need<bulk::ThresholdOps>(ops, name());
   out.clear_scalars();
   ops.resize(out.values, bulk::Elem::F32, 0);
   const int64_t n = x.size();
@@ -30,7 +31,7 @@ void RedSync::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Bu
   for (int it = 0; it < iters_; ++it) {
     const double r = 0.5 * (lo + hi);
     thr = thr_at(r);
-    nnz = ops.count_abs(x, all, thr, /*strict=*/true);
+    nnz = thresholds.count_abs(x, all, thr, /*strict=*/true);
     if (nnz > ctx.k && nnz < 2 * ctx.k) break;
     (nnz >= 2 * ctx.k ? lo : hi) = r;
   }

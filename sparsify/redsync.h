@@ -28,7 +28,6 @@ class RedSync : public Sparsifier {
   bool sends_at_least_one() const override { return false; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
 
  private:
   int iters_;

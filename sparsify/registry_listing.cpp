@@ -39,11 +39,9 @@ nlohmann::ordered_json key_json(const SpKey& k) {
           {"meaning", k.meaning}};
 }
 
-// Where the method runs: every method on CPU buckets; on CUDA buckets those whose
-// device forms are in (Sparsifier::device_ready(): their bulk passes go through bulk::Ops).
-std::vector<std::string> devices(const SparsifierInfo& s) {
-  if (s.build(SparsifierOptions{})->device_ready()) return {"cpu", "cuda"};
-  return {"cpu"};
+// Where the method runs: every method selects through bulk::Ops, so on CPU and CUDA buckets.
+std::vector<std::string> devices(const SparsifierInfo&) {
+  return {"cpu", "cuda"};
 }
 
 // The side inputs the training loop supplies (SideInputs): name and meaning.

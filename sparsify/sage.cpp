@@ -68,6 +68,7 @@ double Sage::sample_mean(bulk::Ops& ops, const SelectContext& ctx, const bulk::B
 
 void Sage::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                      DeviceSelection& out) {
+  bulk::ThresholdOps& thresholds = bulk::need<bulk::ThresholdOps>(ops, name());
   out.clear_scalars();
   ops.resize(out.values, bulk::Elem::F32, 0);
   const int64_t n = x.size();
@@ -79,8 +80,8 @@ void Sage::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffe
   } else {
     const double alpha = (b.sample_mean > 0 && mean > 0) ? mean / b.sample_mean : 1.0;
     const double d_exam =
-        static_cast<double>(ops.count_abs(x, {0, n}, static_cast<float>(b.lambda * alpha),
-                                          /*strict=*/false)) /
+        static_cast<double>(thresholds.count_abs(x, {0, n}, static_cast<float>(b.lambda * alpha),
+                                                 /*strict=*/false)) /
         static_cast<double>(n);
     const double beta = 2.0 / (1.0 + std::exp(ctx.density - d_exam));
     const double ratio = d_exam / ctx.density;

@@ -41,7 +41,6 @@ class Sage : public Sparsifier {
   bool sends_at_least_one() const override { return false; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
 
   // lambda used by the bucket's last selection (0 before the first; tests).
   double lambda(int bucket) const;

@@ -55,7 +55,6 @@ class Sidco : public Sparsifier {
   bool sends_at_least_one() const override { return false; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
   void observe(const ExchangeFeedback& fb) override;
   double state_signature(int bucket) const override;
   // Current M of a bucket (tests, statistics).

@@ -130,6 +130,7 @@ Estimate estimate_with(int64_t n, Variant variant, int stages, double delta,
 
 Estimate estimate(bulk::Ops& ops, const bulk::Buffer& x, Variant variant, int stages, double delta,
                   Workspace& ws) {
+  bulk::ThresholdOps& thresholds = bulk::need<bulk::ThresholdOps>(ops, "sidco");
   ws.compacted = false;
   const int64_t n = x.size();
   // One pass: all of x (tau < 0) or the exceedances of tau over the current set, which is
@@ -139,13 +140,13 @@ Estimate estimate(bulk::Ops& ops, const bulk::Buffer& x, Variant variant, int st
   // compact when another pass follows.
   int exceed_passes = 0;
   auto pass = [&](float tau, double log_scale, bool more) -> Moments {
-    if (tau < 0) return ops.exceed_moments(x, {0, n}, tau, log_scale);
+    if (tau < 0) return thresholds.exceed_moments(x, {0, n}, tau, log_scale);
     ++exceed_passes;
     const bulk::Buffer& v = ws.compacted ? ws.values : x;
     const part::Range all{0, v.size()};
-    if (!(more && exceed_passes >= 2)) return ops.exceed_moments(v, all, tau, 0.0);
-    const Moments m = ops.exceed_compact(v, all, tau, ws.compacted ? &ws.candidates : nullptr,
-                                         ws.spare_candidates, ws.spare_values);
+    if (!(more && exceed_passes >= 2)) return thresholds.exceed_moments(v, all, tau, 0.0);
+    const Moments m = thresholds.exceed_compact(
+        v, all, tau, ws.compacted ? &ws.candidates : nullptr, ws.spare_candidates, ws.spare_values);
     std::swap(ws.candidates, ws.spare_candidates);
     std::swap(ws.values, ws.spare_values);
     ws.compacted = true;
@@ -156,13 +157,14 @@ Estimate estimate(bulk::Ops& ops, const bulk::Buffer& x, Variant variant, int st
 
 void select_above(bulk::Ops& ops, const bulk::Buffer& x, const Estimate& e, Workspace& ws,
                   bulk::Buffer& out) {
+  bulk::ThresholdOps& thresholds = bulk::need<bulk::ThresholdOps>(ops, "sidco");
   if (!(e.tau < std::numeric_limits<float>::infinity())) {
     ops.resize(out, bulk::Elem::I32, 0);
   } else if (!ws.compacted) {  // one streaming pass
     ops.select_abs(x, {0, x.size()}, e.tau, /*strict=*/true, out);
   } else {  // the compacted candidates hold every exceedance of the last stage
-    ops.exceed_compact(ws.values, {0, ws.values.size()}, e.tau, &ws.candidates, out,
-                       ws.spare_values);
+    thresholds.exceed_compact(ws.values, {0, ws.values.size()}, e.tau, &ws.candidates, out,
+                              ws.spare_values);
   }
 }
 

@@ -34,13 +34,14 @@ bulk::QuantSpec SignSgd::spec(const SelectContext& ctx) const {
 // no zero); error feedback keeps the difference.
 void SignSgd::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                         DeviceSelection& out) {
+  bulk::QuantOps& quantizer = bulk::need<bulk::QuantOps>(ops, name());
   const int64_t n = x.size();
   const bulk::QuantSpec q = spec(ctx);
   const int64_t G = static_cast<int64_t>(q.starts.size());
-  ops.quantize(q, x, scales_, codes_, out.values);
+  quantizer.quantize(q, x, scales_, codes_, out.values);
   ops.resize(out.packed, Elem::U32, G + (n + 31) / 32);
   ops.copy(scales_, 0, out.packed, 0, G);
-  ops.pack_bits(codes_, 1, out.packed, G);
+  quantizer.pack_bits(codes_, 1, out.packed, G);
   ops.iota(out.indices, n, 0);
   out.threshold = 0;
 }
@@ -48,12 +49,13 @@ void SignSgd::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Bu
 void SignSgd::unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
                         const bulk::Buffer& words, int64_t offset, int64_t count,
                         DeviceSelection& out) const {
+  bulk::QuantOps& quantizer = bulk::need<bulk::QuantOps>(ops, name());
   const bulk::QuantSpec q = spec(ctx);
   const int64_t G = static_cast<int64_t>(q.starts.size());
   ST_CHECK(count == G + (n + 31) / 32, "signsgd: packed message has ", count, " words, expected ",
            G + (n + 31) / 32);
-  ops.unpack_bits(words, offset + G, n, 1, codes_);
-  ops.dequantize(q, codes_, words, offset, out.values);
+  quantizer.unpack_bits(words, offset + G, n, 1, codes_);
+  quantizer.dequantize(q, codes_, words, offset, out.values);
   ops.iota(out.indices, n, 0);
 }
 

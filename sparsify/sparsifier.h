@@ -47,37 +47,21 @@ struct SelectContext {
   int64_t k = 0;          // floor(d * n), at least 1
   uint64_t seed = 0;
   // Side inputs for methods that need more than x (null / empty when unavailable):
-  const float* grad = nullptr;    // this step's raw bucket gradient, before error feedback
-  const float* aux = nullptr;     // n floats from the hook's aux provider (VGC: sq-grads)
   std::vector<int64_t> segments;  // start offsets of the bucket's tensors, ascending
   std::vector<int64_t> rows;      // each segment's first dimension (1 for a vector)
-  // The same side inputs as buffers on the bulk device (Sparsifier::select_on), n
-  // elements each. The hook sets only these; the adapters for methods that are not
-  // device_ready() download them into `grad` / `aux` for the host forms.
+  // Buffers on the bulk device, n elements each: this step's raw bucket gradient before
+  // error feedback, and n floats from the hook's aux provider (VGC: squared gradients).
   const bulk::Buffer* grad_buffer = nullptr;
   const bulk::Buffer* aux_buffer = nullptr;
 };
 
-// A rank's selection: positions in the bucket and the values it contributes there.
-// For UnionAllreduce / SharedIndices / LeaderIndices only `indices` matter (the hook
-// reads x); for AllgatherSum `values` are what is sent (possibly quantised) and the
-// residual keeps x - value.
-//
-// Methods that quantise (Sparsifier::packs()) also fill `packed`, their wire format: the
-// hook allgathers those words instead of (int32 index, float32 value) pairs, and every
-// rank decodes each message with Sparsifier::unpack(). `values` are then the dequantised
-// values, exactly what unpack() yields (the hook checks this on its own message).
-//
-// Transform-domain methods (Sparsifier::transform_domain(), FFT) select positions in
-// their coefficient domain of domain_size() entries, not in the bucket.
+// A rank's selection copied to the host (SparsifyHook::last_selection, tests): the
+// fields of DeviceSelection below.
 struct Selection {
   std::vector<int32_t> indices;
   std::vector<float> values;
   std::vector<uint32_t> packed;
-  double threshold = 0.0;  // the threshold the rule used, for statistics (0 = none)
-  // Optional sub-phases of select() for the statistics (sp_partition_ms,
-  // sp_estimate_ms): a method that partitions the bucket or estimates a threshold
-  // before selecting may time those steps here; 0 = not split out.
+  double threshold = 0.0;
   double partition_ms = 0.0, estimate_ms = 0.0;
   void clear() {
     indices.clear();
@@ -88,13 +72,28 @@ struct Selection {
   }
 };
 
-// A selection as buffers on the bulk device (Sparsifier::select_on): the same fields as
-// Selection, never read by the method or the hook except through bulk::Ops.
+// A rank's selection as buffers on the bulk device (Sparsifier::select_on), never read by
+// the method or the hook except through bulk::Ops: positions in the bucket and the values
+// it contributes there. For UnionAllreduce / SharedIndices / LeaderIndices only `indices`
+// matter (the hook reads x); for AllgatherSum `values` are what is sent (possibly
+// quantised) and the residual keeps x - value.
+//
+// Methods that quantise (Sparsifier::packs()) also fill `packed`, their wire format: the
+// hook allgathers those words instead of (int32 index, float32 value) pairs, and every
+// rank decodes each message with Sparsifier::unpack_on(). `values` are then the
+// dequantised values, exactly what unpack_on() yields (the hook checks this on its own
+// message).
+//
+// Transform-domain methods (Sparsifier::transform_domain(), FFT) select positions in
+// their coefficient domain of domain_size() entries, not in the bucket.
 struct DeviceSelection {
-  bulk::Buffer indices;  // I32
-  bulk::Buffer values;   // F32, as many as indices, or empty (the hook gathers x there)
-  bulk::Buffer packed;   // U32 wire words (Sparsifier::packs())
-  double threshold = 0.0;
+  bulk::Buffer indices;    // I32
+  bulk::Buffer values;     // F32, as many as indices, or empty (the hook gathers x there)
+  bulk::Buffer packed;     // U32 wire words (Sparsifier::packs())
+  double threshold = 0.0;  // the threshold the rule used, for statistics (0 = none)
+  // Optional sub-phases of select_on() for the statistics (sp_partition_ms,
+  // sp_estimate_ms): a method that partitions the bucket or estimates a threshold
+  // before selecting may time those steps here; 0 = not split out.
   double partition_ms = 0.0, estimate_ms = 0.0;
   void clear_scalars() {
     threshold = 0.0;
@@ -111,13 +110,10 @@ struct ExchangeFeedback {
   int64_t k = 0;
   int64_t global_count = 0;          // values in the aggregated result
   std::vector<int64_t> rank_counts;  // each rank's selected count (allgathered)
-  // LowRank: the second message summed over the ranks (PowerSGD's warm start keeps
-  // its average); null for the other patterns.
-  const float* summed = nullptr;
-  int64_t summed_size = 0;
-  // The same sum as a buffer on the bulk device (device-ready methods read this one;
-  // `summed` is filled only for methods that are not device_ready()).
+  // LowRank: the second message summed over the ranks, on the bulk device (PowerSGD's
+  // warm start keeps its average); null for the other patterns.
   const bulk::Buffer* summed_buffer = nullptr;
+  int64_t summed_size = 0;
 };
 
 // Options from the command line: --density, --seed and --sp key=value pairs. The pairs
@@ -138,17 +134,11 @@ class Sparsifier {
   virtual bool partitioned() const { return false; }
   // Does the rule promise at least one element per rank and bucket (MiCRO, Top-k)?
   virtual bool sends_at_least_one() const { return true; }
-  // Selects on x (gradient plus residual) of one bucket. For LeaderIndices only the
-  // leader's selection is used; the others may leave `out` empty. The host form: a
-  // device-ready method implements select_on() instead and need not provide it (the
-  // default throws).
-  virtual void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out);
-  // The device-ready form of select(): x (x.size() == n) and the result stay behind `ops`,
-  // so the same code runs on CPU and CUDA buckets. Methods that implement it return true
-  // from device_ready(); the default adapts select() on CPU buffers only.
+  // Selects on x (gradient plus residual) of one bucket: x (x.size() == n) and the result
+  // stay behind `ops`, so the same code runs on CPU and CUDA buckets. For LeaderIndices
+  // only the leader's selection is used; the others may leave `out` empty.
   virtual void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
-                         DeviceSelection& out);
-  virtual bool device_ready() const { return false; }
+                         DeviceSelection& out) = 0;
   // Called on every rank after each exchange, with the same feedback everywhere.
   virtual void observe(const ExchangeFeedback&) {}
   // A number that must agree across ranks when the rule's state does (thresholds,
@@ -161,42 +151,35 @@ class Sparsifier {
   virtual void load_state(StateReader& /*in*/) {}
 
   // --- Optional extensions (AllgatherSum only); the defaults keep plain behaviour. ---
-  // Packed wire format: select() fills Selection::packed; unpack() turns one rank's
-  // message (`words` 32-bit words) back into (index, dequantised value) pairs.
+  // Packed wire format: select_on() fills DeviceSelection::packed; unpack_on() turns one
+  // rank's message back into (index, dequantised value) pairs.
   virtual bool packs() const { return false; }
-  virtual void unpack(const SelectContext& /*ctx*/, int64_t /*n*/, const uint32_t* /*data*/,
-                      int64_t /*words*/, Selection& /*out*/) const {}
   // Transform domain: selections index a coefficient space of domain_size() entries;
-  // the hook sums the ranks' coefficients there and decode() maps a coefficient vector
+  // the hook sums the ranks' coefficients there and decode_on() maps a coefficient vector
   // back to the n bucket positions (linear). The residual is x - decode(own selection).
   virtual bool transform_domain() const { return false; }
   virtual int64_t domain_size(const SelectContext& /*ctx*/, int64_t n) const { return n; }
-  virtual void decode(const SelectContext& /*ctx*/, const float* /*coeffs*/, int64_t /*n*/,
-                      float* /*out*/) {}
 
-  // --- LowRank pattern (PowerSGD). select() puts the first message in
-  // Selection::values; the hook allreduce-sums it and calls second_message() with that
-  // sum; it allreduce-sums the second message and calls decode() (above) on the sum
-  // (the update, divided by P) and on its own message (the contribution: the residual
-  // is x - decode(own), exact because decode is linear in the second message).
-  virtual void second_message(const SelectContext& /*ctx*/, const float* /*x*/, int64_t /*n*/,
-                              const float* /*first_sum*/, std::vector<float>& /*out*/) {}
+  // LowRank pattern (PowerSGD): select_on() puts the first message in
+  // DeviceSelection::values; the hook allreduce-sums it and calls second_message_on() with
+  // that sum; it allreduce-sums the second message and calls decode_on() on the sum (the
+  // update, divided by P) and on its own message (the contribution: the residual is
+  // x - decode(own), exact because decode is linear in the second message).
 
-  // --- Device forms of the extensions: what the hook calls. Each one takes and gives
-  // buffers on `ops`'s device, like select_on(); a device-ready method that packs, works
-  // in a transform domain or is low-rank overrides the ones it uses. The defaults adapt
-  // the host forms above on CPU buffers (a download, the host call, an upload).
-  // unpack() of one rank's message: the `count` words of `words` from `offset`; fills
-  // out.indices and out.values (as many as indices), never out.packed.
+  // The extensions' passes, on buffers of `ops`'s device like select_on(); a method that
+  // packs, works in a transform domain or is low-rank overrides the ones it uses (the
+  // defaults throw, naming the method).
+  // One rank's message: the `count` words of `words` from `offset`; fills out.indices and
+  // out.values (as many as indices), never out.packed.
   virtual void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n,
                          const bulk::Buffer& words, int64_t offset, int64_t count,
                          DeviceSelection& out) const;
-  // decode(): `coeffs` (the coefficient vector, or the low-rank second message) to the n
-  // bucket positions; `out` is resized to n F32.
+  // `coeffs` (the coefficient vector, or the low-rank second message) to the n bucket
+  // positions; `out` is resized to n F32.
   virtual void decode_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& coeffs,
                          int64_t n, bulk::Buffer& out);
-  // second_message(): from x (n = x.size()) and the summed first message; `out` is resized
-  // to the second message's length (F32).
+  // From x (n = x.size()) and the summed first message; `out` is resized to the second
+  // message's length (F32).
   virtual void second_message_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                                  const bulk::Buffer& first_sum, bulk::Buffer& out);
 };

@@ -18,13 +18,16 @@
 #include <vector>
 
 #include "comm/reducer.h"
+#include "sparsify/bulk/timing_ops.h"
 #include "sparsify/sp_keys.h"
 #include "sparsify/sparsifier.h"
 
 namespace st {
 
 // One bucket at one iteration: the sp_* statistics of the metrics log (docs/SPARSIFIERS.md).
-// Phases, each wall time on the communication thread, never overlapping:
+// Phases, each wall time on the communication thread, never overlapping (the exchange
+// patterns mark the phase boundaries, the timing decorator around the hook's bulk::Ops
+// times the collectives; bulk/timing_ops.h states the attribution rule):
 //   ef_ms      x = grad + residual (error feedback)
 //   select_ms  Sparsifier::select_on (partition_ms and estimate_ms are parts of it when the
 //              method times them)
@@ -87,9 +90,10 @@ class SparsifyHook : public BucketHook {
                 int64_t iteration) override;
 
   Sparsifier& sparsifier() { return *sparsifier_; }
-  // The bulk implementation the hook runs on; by default make_ops(device of the first
-  // bucket). Tests install a checking one before the first exchange.
-  void use_ops(bulk::OpsPtr ops) { ops_ = std::move(ops); }
+  // The bulk implementation the hook runs on (inside its timing decorator); by default
+  // make_ops(device of the first bucket). Tests install a checking one before the first
+  // exchange.
+  void use_ops(bulk::OpsPtr ops);
   void set_aux_provider(AuxProvider provider) { aux_ = std::move(provider); }
   // Statistics of every bucket exchanged since the last call.
   std::vector<SparsifyStats> take_stats();
@@ -154,6 +158,19 @@ class SparsifyHook : public BucketHook {
   void exchange_low_rank(BucketState& s, const SelectContext& ctx, Bufs b, Communicator& comm,
                          SparsifyStats& st);
   void warmup_exchange(const Bucket& bucket, Tensor& grads, Communicator& comm, SparsifyStats& st);
+  // Error feedback, selection, the pattern, the residual's norm (iterations past warm-up).
+  void sparse_exchange(const Bucket& bucket, Tensor& grads, Communicator& comm, int64_t iteration,
+                       SparsifyStats& st);
+  BucketState& bucket_state(const Bucket& bucket, const Tensor& grads);
+  // The sparsifier's exchange pattern (exchange_patterns.cpp).
+  void run_pattern(BucketState& s, const SelectContext& ctx, Bufs b, Communicator& comm,
+                   SparsifyStats& st);
+  // The phase times of the exchange that just ran, from the phase clock.
+  void record_phases(SparsifyStats& st) const;
+  // Starts the next phase of the exchange (the timing decorator times the collectives).
+  void phase(bulk::Phase p) { clock_.enter(p); }
+  // Start offsets and first dimensions of the bucket's tensors (tensor_scope.cpp).
+  static void tensor_segments(const Bucket& bucket, const Tensor& grads, SelectContext& ctx);
   // The context of one bucket at one iteration (side-input buffers set by the caller).
   SelectContext make_context(const Bucket& bucket, const Tensor& grads, const Communicator& comm,
                              int64_t iteration) const;
@@ -176,6 +193,7 @@ class SparsifyHook : public BucketHook {
   AuxProvider aux_;
   int64_t dense_warmup_;
   std::map<int, BucketState> state_;
+  bulk::PhaseClock clock_;  // before ops_, whose timing decorator reports to it
   bulk::OpsPtr ops_;
   bulk::Buffer count_in_, count_all_;  // allgather_counts
   mutable std::mutex stats_mu_;

@@ -1,4 +1,4 @@
-// The per-sample squared-gradient sums a sparsifier with `uses_sq_grads()` reads (VGC,
+// The per-sample squared-gradient sums a sparsifier whose registry row asks for them reads (VGC,
 // sparsify/vgc.h): one flat buffer laid out like FlatParams' gradients, each
 // Param::sq_grad a view of it (so the layers fill it in place), and the hook's aux
 // provider handing out a bucket's slice. Parameters whose layer does not provide the

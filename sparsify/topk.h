@@ -16,7 +16,6 @@ class TopK : public Sparsifier {
   }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
 
  private:
   bool allgather_;

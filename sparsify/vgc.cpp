@@ -33,6 +33,7 @@ int Vgc::index_bits(int64_t n) {
 
 void Vgc::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                     DeviceSelection& out) {
+  bulk::MethodOps& passes = bulk::need<bulk::MethodOps>(ops, name());
   const int64_t n = x.size();
   ST_CHECK(n <= (int64_t{1} << 29), "vgc: bucket of ", n,
            " elements exceeds the 2^29 its 32-bit (index, value) words can address; use a "
@@ -43,26 +44,27 @@ void Vgc::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer
   v.bind(ops, n);
   // v += s / B^2, the send test, reset / decay; indices ascending.
   const float scale =
-      ops.vgc_test(x, ctx.aux_buffer, ctx.aux_buffer ? nullptr : ctx.grad_buffer,
-                   1.0f / static_cast<float>(batch_), static_cast<float>(alpha_),
-                   static_cast<float>(zeta_), static_cast<float>(tau_), v.buf(), out.indices);
+      passes.vgc_test(x, ctx.aux_buffer, ctx.aux_buffer ? nullptr : ctx.grad_buffer,
+                      1.0f / static_cast<float>(batch_), static_cast<float>(alpha_),
+                      static_cast<float>(zeta_), static_cast<float>(tau_), v.buf(), out.indices);
   if (out.indices.empty()) {
     ops.resize(out.values, bulk::Elem::F32, 0);
     ops.resize(out.packed, bulk::Elem::U32, 0);
     return;
   }
-  ops.vgc_pack(x, out.indices, scale, index_bits(n), out.packed, out.values);
+  passes.vgc_pack(x, out.indices, scale, index_bits(n), out.packed, out.values);
   out.threshold = scale;
 }
 
 void Vgc::unpack_on(bulk::Ops& ops, const SelectContext&, int64_t n, const bulk::Buffer& words,
                     int64_t offset, int64_t count, DeviceSelection& out) const {
+  bulk::MethodOps& passes = bulk::need<bulk::MethodOps>(ops, name());
   if (count == 0) {
     ops.resize(out.indices, bulk::Elem::I32, 0);
     ops.resize(out.values, bulk::Elem::F32, 0);
     return;
   }
-  ops.vgc_unpack(words, offset, count, index_bits(n), out.indices, out.values);
+  passes.vgc_unpack(words, offset, count, index_bits(n), out.indices, out.values);
 }
 
 void Vgc::save_state(StateWriter& out) const {

@@ -50,7 +50,6 @@ class Vgc : public Sparsifier {
   bool sends_at_least_one() const override { return false; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool device_ready() const override { return true; }
   bool packs() const override { return true; }
   void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
                  int64_t offset, int64_t count, DeviceSelection& out) const override;

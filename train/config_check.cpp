@@ -49,18 +49,11 @@ void check_sparsifier_device(const TrainConfig& c) {
            " needs per-sample squared-gradient sums, which only the CPU layers compute: train "
            "it with --device cpu (or emu), not ",
            c.device);
-  SparsifierOptions o;
-  o.density = c.density;
-  o.seed = c.seed;
-  o.params = c.sparsifier_params;
-  ST_CHECK(make_sparsifier(c.sparsifier, o)->device_ready(), "--sparsifier ", c.sparsifier,
-           " runs on CPU buckets only, not on --device ", c.device,
-           " (`sparsetrain sparsifiers` lists each method's devices)");
   // Without a device the device line comes first (parse_device), as for a dense run.
   ST_CHECK(cuda_device_count() == 0 || bulk::cuda_ops_built(), "--sparsifier ", c.sparsifier,
            " on --device ", c.device,
            ": this build has no CUDA implementation of the sparsifiers' bulk passes "
-           "(sparsify/bulk/cuda_ops.cu); train with --device cpu or without --sparsifier");
+           "(sparsify/bulk/core_cuda.cu); train with --device cpu or without --sparsifier");
 }
 
 // --precision and --comm-dtype: what each combination can honestly do.

@@ -24,20 +24,18 @@ class MaskedTopK : public st::Sparsifier {
   std::string name() const override { return "masked_topk"; }
   st::ExchangePattern pattern() const override { return st::ExchangePattern::UnionAllreduce; }
 
-  // The host form: the hook's adapter hands over x on the CPU (a method that implements
-  // select_on with bulk::Ops calls instead also runs on CUDA buckets).
-  void select(const st::SelectContext& ctx, const float* x, int64_t n,
-              st::Selection& out) override {
-    std::vector<int32_t> cand = mask(ctx, n);
-    const auto k = static_cast<size_t>(std::min<int64_t>(ctx.k, std::ssize(cand)));
-    const auto larger = [x](int32_t a, int32_t b) {
-      return std::abs(x[a]) > std::abs(x[b]) || (std::abs(x[a]) == std::abs(x[b]) && a < b);
-    };
-    std::nth_element(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(k - 1), cand.end(),
-                     larger);
-    out.clear();
-    out.indices.assign(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(k));
-    std::sort(out.indices.begin(), out.indices.end());
+  // x stays behind `ops` (CPU or CUDA buckets): the mask goes to the device once per
+  // bucket, and the top-k among its positions is one call of the threshold family.
+  void select_on(st::bulk::Ops& ops, const st::SelectContext& ctx, const st::bulk::Buffer& x,
+                 st::DeviceSelection& out) override {
+    const std::vector<int32_t>& cand = mask(ctx, x.size());
+    st::bulk::Buffer& on_device = mask_buffers_[ctx.bucket];
+    if (on_device.size() != std::ssize(cand))
+      ops.upload(cand.data(), st::bulk::Elem::I32, std::ssize(cand), on_device);
+    const int64_t k = std::min<int64_t>(ctx.k, std::ssize(cand));
+    st::bulk::need<st::bulk::ThresholdOps>(ops, name())
+        .topk_abs_among(x, on_device, k, out.indices);
+    ops.resize(out.values, st::bulk::Elem::F32, 0);  // union-allreduce reads x itself
   }
 
  private:
@@ -54,6 +52,7 @@ class MaskedTopK : public st::Sparsifier {
 
   double keep_;
   std::map<int, std::vector<int32_t>> masks_;
+  std::map<int, st::bulk::Buffer> mask_buffers_;
 };
 
 // The whole registration: --sparsifier masked_topk --sp keep=0.25 now builds this method,

@@ -12,7 +12,7 @@ bool cuda_ops_built() {
 OpsPtr make_cuda_ops(Device device) {
   ST_THROW("bulk passes on ", device.str(),
            ": this sparsetrain was built without the CUDA backend of bulk::Ops "
-           "(sparsify/bulk/cuda_ops.cu)");
+           "(sparsify/bulk/core_cuda.cu)");
 }
 
 }  // namespace st::bulk

@@ -1,12 +1,10 @@
 #include "sparsify/bulk/emu_ops.h"
 
-#include <cstring>
-#include <optional>
-#include <type_traits>
-
+#include "comm/communicator.h"
 #include "core/emu/stream.h"
 #include "core/error.h"
 #include "sparsify/bulk/cpu_ops.h"
+#include "sparsify/bulk/host_staging.h"
 
 namespace st::bulk {
 
@@ -29,11 +27,27 @@ class EmuOps::Kernels : public CpuOps {
     CpuOps::resize(b, e, n);
   }
 
+ protected:
+  // After the stream (EmuOps::around): the device buffers themselves for the emulated
+  // collective backend (which orders its own stream after the caller's), host copies for
+  // any other backend (MPI, Local), as CudaOps does with NCCL and the others.
+  void on_comm_tensors(Communicator& comm, const std::vector<Tensor*>& inputs,
+                       const std::vector<Tensor*>& outputs,
+                       const std::function<void()>& op) override {
+    if (comm.backend() == "emu")
+      op();
+    else
+      on_host_copies(inputs, outputs, op);
+  }
+
  private:
   Device device_;
 };
 
-EmuOps::EmuOps(Device device) : device_(device), kernels_(std::make_shared<Kernels>(device)) {
+EmuOps::EmuOps(Device device) : EmuOps(device, std::make_shared<Kernels>(device)) {}
+
+EmuOps::EmuOps(Device device, std::shared_ptr<Kernels> kernels)
+    : Decorator(*kernels), device_(device), kernels_(std::move(kernels)) {
   ST_CHECK(device.is_emu(), "bulk::EmuOps: ", device.str(), " is not an emulated device");
 }
 
@@ -43,16 +57,11 @@ emu::Stream& EmuOps::stream() const {
   return emu::current_stream(device_.index);
 }
 
-Tensor EmuOps::view(const Buffer& b) {
-  const Tensor& t = storage(b);
-  return t.numel() == b.size() ? t : t.slice_flat(0, {b.size()});
-}
-
-void EmuOps::later(std::function<void(Kernels&)> call) {
-  stream().enqueue([k = kernels_, call = std::move(call)] {
+void EmuOps::later(const OpInfo&, std::function<void()> task) {
+  stream().enqueue([k = kernels_, task = std::move(task)] {
     t_queued_call = true;
     try {
-      call(*k);
+      task();
     } catch (...) {
       t_queued_call = false;
       throw;
@@ -61,67 +70,22 @@ void EmuOps::later(std::function<void(Kernels&)> call) {
   });
 }
 
-template <typename Call>
-auto EmuOps::now(Call call) -> decltype(call()) {
-  using R = decltype(call());
+// Handle and Release calls touch handles only and run here; collectives run here once
+// the stream is done (the kernels hand the communicator device views or host copies);
+// the others (Wait, and the fence) run on the stream, which this thread waits for.
+void EmuOps::around(Call& call, FunctionRef run) {
+  if (call.op.mode == OpMode::Handle || call.op.mode == OpMode::Release) {
+    run();
+    return;
+  }
+  if (call.op.mode == OpMode::Comm) {
+    stream().synchronize();
+    run();
+    return;
+  }
   emu::Stream& s = stream();
-  if constexpr (std::is_void_v<R>) {
-    s.enqueue([&] { call(); });
-    s.synchronize();
-  } else {
-    std::optional<R> out;
-    s.enqueue([&] { out = call(); });
-    s.synchronize();
-    return std::move(*out);
-  }
+  s.enqueue([run] { run(); });
+  s.synchronize();
 }
-
-void EmuOps::resize(Buffer& b, Elem e, int64_t n) {
-  kernels_->resize(b, e, n);
-}
-
-Buffer EmuOps::wrap(Tensor& t) {
-  return kernels_->wrap(t);
-}
-
-void EmuOps::release(Buffer& wrapped) {
-  kernels_->release(wrapped);
-}
-
-Buffer EmuOps::slice(const Buffer& b, int64_t begin, int64_t n) {
-  return kernels_->slice(b, begin, n);
-}
-
-void EmuOps::finish() {
-  stream().synchronize();
-}
-
-void EmuOps::upload(const void* host, Elem e, int64_t n, Buffer& out) {
-  sized(out, e, n);
-  std::vector<uint32_t> words(static_cast<size_t>(n > 0 ? n : 0));
-  if (n > 0) std::memcpy(words.data(), host, 4 * words.size());
-  later([words = std::move(words), e, n, o = out](Kernels& k) mutable {
-    k.upload(words.data(), e, n, o);
-  });
-}
-
-// The forwarding of every other call, from the one list in emu_ops.h.
-#define ST_EMU_LATER(name, params, args)                                             \
-  void EmuOps::name params {                                                         \
-    later([=](Kernels& kernels_on_stream) mutable { kernels_on_stream.name args; }); \
-  }
-#define ST_EMU_SIZED(name, params, args, sizing)                                     \
-  void EmuOps::name params {                                                         \
-    sizing;                                                                          \
-    later([=](Kernels& kernels_on_stream) mutable { kernels_on_stream.name args; }); \
-  }
-#define ST_EMU_WAIT(type, name, params, args)        \
-  type EmuOps::name params {                         \
-    return now([&] { return kernels_->name args; }); \
-  }
-ST_EMU_OPS(ST_EMU_LATER, ST_EMU_SIZED, ST_EMU_WAIT)
-#undef ST_EMU_LATER
-#undef ST_EMU_SIZED
-#undef ST_EMU_WAIT
 
 }  // namespace st::bulk

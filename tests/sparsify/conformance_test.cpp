@@ -44,8 +44,9 @@ class SelectsNothing : public Sparsifier {
  public:
   std::string name() const override { return "conformance_test_broken"; }
   ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
-  void select(const SelectContext& ctx, const float*, int64_t, Selection& out) override {
-    out.clear();
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer&,
+                 DeviceSelection& out) override {
+    ops.resize(out.indices, bulk::Elem::I32, 0);
     rank_ = ctx.rank;
   }
   double state_signature(int) const override { return 1.0 + rank_; }

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "core/rng.h"
 #include "sparsify/bulk/bulk_ops.h"
 #include "sparsify/bulk/cpu_ops.h"
+#include "sparsify/bulk/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace st::test {
@@ -38,7 +40,7 @@ class CudaOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ST_REQUIRE_CUDA_DEVICE();
-    gpu_ = bulk::make_cuda_ops(Device::cuda(0));
+    gpu_ = std::make_unique<bulk::CudaOps>(Device::cuda(0));
   }
 
   // The same host data in a buffer of each implementation.
@@ -59,7 +61,7 @@ class CudaOpsTest : public ::testing::Test {
   std::vector<float> floats_gpu(const Buffer& b) { return get<float>(*gpu_, b); }
 
   bulk::CpuOps cpu_;
-  bulk::OpsPtr gpu_;
+  std::unique_ptr<bulk::CudaOps> gpu_;  // every family, like cpu_
 };
 
 }  // namespace st::test

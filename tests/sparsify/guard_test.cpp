@@ -2,23 +2,25 @@
 // through bulk::Ops. Each method runs twice on the same gradients, once on the plain CPU
 // implementation and once on GuardedOps (tests/sparsify/guarded_ops.h: buffer memory is
 // poison between calls), on 1, 2 and 4 ranks; the aggregated updates, residuals and
-// result positions must agree bit for bit. Methods that are device_ready() are the
-// subject; the others run their host forms through the adapters, which also go through
-// bulk::Ops (download, upload), so they must agree as well. Three settings: per bucket
+// result positions must agree bit for bit. Three settings: per bucket
 // (two buckets, per-bucket state), a dense warm-up step first, and per tensor
-// (--sp scope=tensor, for the methods that accept it). A last pair of tests shows the
-// guard catching a method that reads memory behind the interface.
+// (--sp scope=tensor, for the methods that accept it). Further tests show the guard
+// catching a method that reads memory behind the interface, and check a missing family's
+// one-line error and the phase clock's attribution rule.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "layers/param.h"
+#include "sparsify/bulk/timing_ops.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "tests/sparsify/deferring_ops.h"
@@ -135,12 +137,10 @@ class Guard : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Guard, GuardedRunEqualsThePlainCpuRunBitForBit) {
   const std::string method = GetParam();
-  const bool ready = make_sparsifier(method, options_for(method))->device_ready();
   for (Setting setting : {Setting::Buckets, Setting::Warmup, Setting::TensorScope}) {
-    SCOPED_TRACE(method + (ready ? " (device-ready)" : " (host form through the adapters)") +
-                 (setting == Setting::Buckets  ? ", per bucket"
-                  : setting == Setting::Warmup ? ", after a dense warm-up"
-                                               : ", per tensor"));
+    SCOPED_TRACE(method + (setting == Setting::Buckets  ? ", per bucket"
+                           : setting == Setting::Warmup ? ", after a dense warm-up"
+                                                        : ", per tensor"));
     if (setting == Setting::TensorScope) {
       SparsifierOptions o = options_for(method);
       o.params["scope"] = "tensor";
@@ -198,8 +198,6 @@ class Cheater : public Sparsifier {
   explicit Cheater(const Tensor* bucket = nullptr) : bucket_(bucket) {}
   std::string name() const override { return "cheater"; }
   ExchangePattern pattern() const override { return ExchangePattern::UnionAllreduce; }
-  bool device_ready() const override { return true; }
-  void select(const SelectContext&, const float*, int64_t, Selection&) override {}
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override {
     const float* p = bucket_ ? bucket_->f32() : Backdoor::memory(x);
@@ -219,30 +217,32 @@ class Cheater : public Sparsifier {
   const Tensor* bucket_;
 };
 
-// A method with only the host form of select(): the adapter in sparsifier.cpp runs it on
-// the CPU buffers in place, or on copies made through bulk::Ops under the guard; both
-// give the same bits.
-class HostTopk : public Sparsifier {
+// A method that reads the raw gradient side input next to x (SelectContext::grad_buffer)
+// and hands its values over itself: both buffers go through bulk::Ops, so the guard
+// gives the same bits.
+class GradReadingTopk : public Sparsifier {
  public:
-  std::string name() const override { return "host-topk"; }
+  std::string name() const override { return "grad-reading-topk"; }
   ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
-  void select(const SelectContext& ctx, const float* x, int64_t n, Selection& out) override {
-    std::vector<int32_t> idx(static_cast<size_t>(n));
-    std::iota(idx.begin(), idx.end(), 0);
-    std::partial_sort(idx.begin(), idx.begin() + ctx.k, idx.end(), [x](int32_t a, int32_t b) {
-      const float fa = std::abs(x[a]), fb = std::abs(x[b]);
-      return fa > fb || (fa == fb && a < b);
-    });
-    out.indices.assign(idx.begin(), idx.begin() + ctx.k);
-    std::sort(out.indices.begin(), out.indices.end());
-    for (int32_t i : out.indices) out.values.push_back(x[i] + ctx.grad[i] * 0.0f);
+  void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
+                 DeviceSelection& out) override {
+    ops.topk_abs(x, {0, x.size()}, ctx.k, out.indices);
+    ops.gather(x, out.indices, out.values);
+    ops.gather(*ctx.grad_buffer, out.indices, grad_);
+    // values[j] += 0 * grad[j]: x + 0 g, which reads the gradient at every selected position.
+    ops.iota(positions_, out.indices.size(), 0);
+    ops.scatter_axpy(0.0f, positions_, grad_, out.values);
   }
+
+ private:
+  bulk::Buffer grad_, positions_;
 };
 
-TEST(GuardAdapters, AHostFormMethodGivesTheSameBits) {
-  const Outcome plain = run("topk", Setting::Buckets, Impl::Plain, std::make_unique<HostTopk>());
+TEST(GuardSideInputs, AMethodReadingTheGradientGivesTheSameBits) {
+  const Outcome plain =
+      run("topk", Setting::Buckets, Impl::Plain, std::make_unique<GradReadingTopk>());
   const Outcome guarded =
-      run("topk", Setting::Buckets, Impl::Guarded, std::make_unique<HostTopk>());
+      run("topk", Setting::Buckets, Impl::Guarded, std::make_unique<GradReadingTopk>());
   EXPECT_GT(guarded.guarded_calls, 0);
   EXPECT_EQ(differences(plain, guarded), 0);
 }
@@ -276,19 +276,86 @@ TEST(GuardCatches, AMethodReadingTheBucketTensor) {
   EXPECT_GT(differ, 0) << "the guard missed a direct read of the bucket tensor";
 }
 
-// A bulk::Ops call added to CpuOps without its override in GuardedOps reaches memory
-// outside any guarded call: that is an error naming the gap, not a silent pass.
-TEST(GuardCatches, ACallWithoutItsGuardedOverride) {
-  struct Unwrapped : GuardedOps {
-    float first(const bulk::Buffer& b) { return f32(b)[0]; }  // a pass with no Scope
-  } ops;
+// Every operation goes through the guard by construction (it is generated from the
+// operation list); a call made around it, on the CPU implementation behind it, reaches
+// memory outside any guarded call: that is an error naming the gap, not a silent pass.
+TEST(GuardCatches, ACallAroundTheGuard) {
+  GuardedOps ops;
   bulk::Buffer b;
   const float one = 1.0f;
   ops.upload(&one, bulk::Elem::F32, 1, b);
-  EXPECT_THROW(ops.first(b), Error);
   float back = 0.0f;
+  EXPECT_THROW(ops.unguarded().download(b, 0, 1, &back), Error);
   ops.download(b, 0, 1, &back);
   EXPECT_EQ(back, 1.0f);
+}
+
+// An implementation without the quantisation family (the CPU one behind a decorator that
+// withholds it).
+class WithoutQuant : private CpuTarget, public bulk::Decorator {
+ public:
+  WithoutQuant() : Decorator(cpu) {}
+  bulk::QuantOps* quant() override { return nullptr; }
+};
+
+// A method that needs a family the implementation lacks stops at its first selection
+// with one line naming the method, the family and the device.
+TEST(DeviceInterface, AMissingFamilyIsOneLineNamingMethodFamilyAndDevice) {
+  WithoutQuant ops;
+  EXPECT_EQ(ops.quant(), nullptr);
+  EXPECT_NE(ops.threshold(), nullptr);
+  const SparsifierPtr qsgd = make_sparsifier("qsgd", options_for("qsgd"));
+  const std::vector<float> host(100, 1.0f);
+  bulk::Buffer x;
+  ops.upload(host.data(), bulk::Elem::F32, 100, x);
+  SelectContext ctx;
+  ctx.k = 1;
+  DeviceSelection out;
+  try {
+    qsgd->select_on(ops, ctx, x, out);
+    ADD_FAILURE() << "qsgd selected without the quantisation family";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--sparsifier qsgd"), std::string::npos) << m;
+    EXPECT_NE(m.find("quantisation and bit packing"), std::string::npos) << m;
+    EXPECT_NE(m.find("cpu"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
+// The attribution rule (sparsify/bulk/timing_ops.h): a phase is its wall time minus the
+// collectives inside it, which are the comm phase's.
+TEST(DeviceInterface, APhaseIsItsWallTimeMinusItsCollectives) {
+  bulk::PhaseClock clock;
+  clock.start(bulk::Phase::Pack);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  clock.add_collective(5.0);
+  clock.enter(bulk::Phase::Other);
+  EXPECT_EQ(clock.ms(bulk::Phase::Comm), 5.0);
+  EXPECT_GE(clock.ms(bulk::Phase::Pack), 15.0);
+  EXPECT_EQ(clock.ms(bulk::Phase::Decode), 0.0);
+}
+
+// TimingOps times the collectives into the clock and leaves every other call to the phase
+// it runs in; results are the wrapped implementation's.
+TEST(DeviceInterface, TimingOpsCountsCollectivesAsComm) {
+  Communicator& c = world();
+  bulk::PhaseClock clock;
+  bulk::TimingOps ops(std::make_unique<bulk::CpuOps>(), clock);
+  clock.start(bulk::Phase::Pack);
+  const std::vector<float> host(1000, 1.0f);
+  bulk::Buffer b;
+  ops.upload(host.data(), bulk::Elem::F32, 1000, b);
+  ops.scale(b, {0, 1000}, 2.0f);
+  clock.enter(bulk::Phase::Decode);
+  EXPECT_EQ(clock.ms(bulk::Phase::Comm), 0.0);
+  EXPECT_GT(clock.ms(bulk::Phase::Pack), 0.0);
+  ops.allreduce_sum(c, b);
+  clock.enter(bulk::Phase::Other);
+  EXPECT_GT(clock.ms(bulk::Phase::Comm), 0.0);
+  float back = 0.0f;
+  ops.download(b, 999, 1, &back);
+  EXPECT_EQ(back, 2.0f * static_cast<float>(c.size()));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Device-ready sparsifiers driven from host vectors in tests: select_on, unpack_on,
+// Sparsifiers driven from host vectors in tests: select_on, unpack_on,
 // decode_on and second_message_on through this thread's CPU implementation of bulk::Ops
 // (one long-lived instance, so rule state that remembers its Ops stays valid between
 // calls), results copied back to plain vectors.
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sparsify/device_state.h"
+#include "sparsify/host_select.h"
 #include "sparsify/sparsifier.h"
 
 namespace st::test {
@@ -34,15 +35,16 @@ inline Selection host_selection(const DeviceSelection& d) {
   return s;
 }
 
-// select_on() on x; ctx.grad / ctx.aux, when set, become the side-input buffers.
-inline void select_host(Sparsifier& sp, SelectContext ctx, const float* x, int64_t n,
-                        Selection& out) {
-  bulk::Buffer xb = buffer_of(x, n), gb, ab;
-  if (ctx.grad) ctx.grad_buffer = &(gb = buffer_of(ctx.grad, n));
-  if (ctx.aux) ctx.aux_buffer = &(ab = buffer_of(ctx.aux, n));
-  DeviceSelection d;
-  sp.select_on(thread_cpu_ops(), ctx, xb, d);
-  out = host_selection(d);
+// Side inputs as host floats (n each), or null: they become SelectContext's buffers.
+struct HostSideInputs {
+  const float* grad = nullptr;
+  const float* aux = nullptr;
+};
+
+// select_on() on x (sparsify/host_select.h).
+inline void select_host(Sparsifier& sp, const SelectContext& ctx, const float* x, int64_t n,
+                        Selection& out, HostSideInputs side = {}) {
+  select_on_host(sp, ctx, x, n, out, side.grad, side.aux);
 }
 
 inline void unpack_host(const Sparsifier& sp, const SelectContext& ctx, int64_t n,
@@ -68,6 +70,14 @@ inline std::vector<float> second_message_host(Sparsifier& sp, const SelectContex
   bulk::Buffer fb = buffer_of(first_sum.data(), static_cast<int64_t>(first_sum.size())), out;
   sp.second_message_on(thread_cpu_ops(), ctx, xb, fb, out);
   return host_of<float>(out);
+}
+
+// observe() with the low-rank second message's sum (ExchangeFeedback::summed_buffer).
+inline void observe_summed(Sparsifier& sp, ExchangeFeedback fb, const std::vector<float>& sum) {
+  const bulk::Buffer b = buffer_of(sum.data(), static_cast<int64_t>(sum.size()));
+  fb.summed_buffer = &b;
+  fb.summed_size = b.size();
+  sp.observe(fb);
 }
 
 }  // namespace st::test

@@ -123,10 +123,7 @@ TEST(PowerSgd, WarmStartConvergesTowardTheBestRankRApproximation) {
       select_host(*ps, ctx, m.data(), 2400, sel);
       second = second_message_host(*ps, ctx, m.data(), 2400, sel.values);
       out = decode_host(*ps, ctx, second, 2400);
-      ExchangeFeedback fb{0, t, 2400, 0, 0, {1}};
-      fb.summed = second.data();
-      fb.summed_size = static_cast<int64_t>(second.size());
-      ps->observe(fb);
+      observe_summed(*ps, {0, t, 2400, 0, 0, {1}}, second);
       err = rel_error(m, out.data());
     }
     return err;
@@ -145,10 +142,7 @@ TEST(PowerSgd, StateRoundTripContinuesIdentically) {
   std::vector<float> second;
   select_host(*a, ctx, m.data(), 600, sel);
   second = second_message_host(*a, ctx, m.data(), 600, sel.values);
-  ExchangeFeedback fb{0, 0, 600, 0, 0, {1}};
-  fb.summed = second.data();
-  fb.summed_size = static_cast<int64_t>(second.size());
-  a->observe(fb);
+  observe_summed(*a, {0, 0, 600, 0, 0, {1}}, second);
   StateWriter w;
   a->save_state(w);
   auto b = powersgd();

@@ -29,7 +29,7 @@ using bulk::CpuOps;
 using bulk::Elem;
 using sidco::Moments;
 
-constexpr int64_t kBlock = bulk::Ops::kMomentBlock;
+constexpr int64_t kBlock = bulk::kMomentBlock;
 
 Buffer upload(CpuOps& ops, const std::vector<float>& v) {
   Buffer b;

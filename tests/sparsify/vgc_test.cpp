@@ -187,9 +187,8 @@ TEST(Vgc, SendsWhenAmplitudeBeatsVarianceResetsAndDecays) {
   const std::vector<float> x = {1.0f, 0.1f, -2.0f, 0.5f};
   const std::vector<float> aux = {0.1f, 0.1f, 1.0f, 1.0f};
   SelectContext ctx;
-  ctx.aux = aux.data();
   Selection sel;
-  select_host(vgc, ctx, x.data(), 4, sel);
+  select_host(vgc, ctx, x.data(), 4, sel, {.aux = aux.data()});
   // 1 > 0.15 yes; 0.01 > 0.15 no; 4 > 1.5 yes; 0.25 > 1.5 no.
   EXPECT_EQ(sel.indices, (std::vector<int32_t>{0, 2}));
   EXPECT_EQ(sel.values, (std::vector<float>{1.0f, -2.0f}));  // powers of two of scale 2
@@ -201,14 +200,12 @@ TEST(Vgc, SendsWhenAmplitudeBeatsVarianceResetsAndDecays) {
   // Strom's rule on top: |r| > tau also sends.
   o.params = {{"tau", "0.4"}};
   Vgc hybrid(o);
-  select_host(hybrid, ctx, x.data(), 4, sel);
+  select_host(hybrid, ctx, x.data(), 4, sel, {.aux = aux.data()});
   EXPECT_EQ(sel.indices, (std::vector<int32_t>{0, 2, 3}));
   // Without sums, the fallback g^2 / B from the raw gradient.
   o.params = {{"batch", "4"}};
   Vgc fallback(o);
-  SelectContext raw;
-  raw.grad = x.data();
-  select_host(fallback, raw, x.data(), 4, sel);
+  select_host(fallback, SelectContext{}, x.data(), 4, sel, {.grad = x.data()});
   EXPECT_EQ(sel.indices.size(), 4u);  // r^2 = g^2 > 1.5 g^2 / 4
 }
 
@@ -238,9 +235,8 @@ TEST(Vgc, UnpackReturnsTheSelection) {
   const Tensor x = random_tensor({n}, 9);
   std::vector<float> aux(n, 0.5f);
   SelectContext ctx;
-  ctx.aux = aux.data();
   Selection sel, back;
-  select_host(vgc, ctx, x.f32(), n, sel);
+  select_host(vgc, ctx, x.f32(), n, sel, {.aux = aux.data()});
   ASSERT_GT(sel.indices.size(), 0u);
   EXPECT_EQ(sel.packed.size(), sel.indices.size() + 1);  // one scale word + one per entry
   unpack_host(vgc, ctx, n, sel.packed, back);

@@ -1,5 +1,6 @@
-// CudaOps: memory, element-wise passes, gather/scatter and the factory. Selection,
-// statistics and unions are in cuda_ops_select.cu, collectives in cuda_ops_comm.cu.
+// CudaOps: the core's memory, element-wise passes, gather/scatter and the factory.
+// Selection, statistics and unions are in core_select_cuda.cu, collectives in
+// core_comm_cuda.cu, each family in its <family>_cuda.cu.
 #include "sparsify/bulk/cuda_ops.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -36,10 +37,6 @@ __global__ void axpy_kernel(float a, const float* x, float* y, int64_t n) {
 
 __global__ void scale_kernel(float* y, float a, int64_t n) {
   ST_GRID_STRIDE_LOOP(i, n) y[i] = __fmul_rn(y[i], a);
-}
-
-__global__ void offset_kernel(int32_t* idx, int32_t delta, int64_t n) {
-  ST_GRID_STRIDE_LOOP(j, n) idx[j] += delta;
 }
 
 __global__ void gather_kernel(const float* x, const int32_t* idx, float* out, int64_t m) {
@@ -246,10 +243,6 @@ void CudaOps::gather(const Buffer& x, const Buffer& idx, Buffer& out) {
   launch(m, cuda::current_stream(dev()), gather_kernel, f32(x), i32(idx), f32(out));
 }
 
-void CudaOps::scatter_add(const Buffer& idx, const Buffer& vals, Buffer& y) {
-  scatter_axpy(1.0f, idx, vals, y);
-}
-
 namespace {
 
 // Sorts (position, j) pairs by position, stably, and runs the scatter over the runs.
@@ -295,11 +288,6 @@ void CudaOps::scatter_scaled(const Buffer& idx, const Buffer& vals, float a, Buf
 void CudaOps::zero_at(const Buffer& idx, Buffer& y) {
   cuda::DeviceGuard guard(dev());
   launch(idx.size(), cuda::current_stream(dev()), zero_at_kernel, i32(idx), f32(y));
-}
-
-void CudaOps::offset_indices(Buffer& idx, int32_t delta) {
-  cuda::DeviceGuard guard(dev());
-  launch(idx.size(), cuda::current_stream(dev()), offset_kernel, i32(idx), delta);
 }
 
 Buffer CudaOps::slice(const Buffer& b, int64_t begin, int64_t n) {

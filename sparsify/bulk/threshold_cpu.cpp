@@ -1,5 +1,5 @@
-// CpuOps: the threshold family's extra passes (SIDCo's stage moments and the compaction
-// of a stage's exceedances; bulk_ops.h, "Threshold-family extras").
+// CpuOps: the threshold extras (op_list.h, ST_BULK_THRESHOLD_OPS): counts, MiCRO's
+// partition select, the sampled top-k, SIDCo's stage moments and exceedance compaction.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,12 +8,13 @@
 #include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cpu_ops.h"
 #include "sparsify/kernels/select_cpu.h"
+#include "sparsify/kernels/threshold_select_cpu.h"
 
 namespace st::bulk {
 
 namespace {
 
-constexpr int64_t kBlock = Ops::kMomentBlock;
+constexpr int64_t kBlock = kMomentBlock;
 
 // Moments over [0, n) of fixed blocks, each reduced by f(begin, end, moments) in
 // parallel and added in block order: the result does not depend on the thread count.
@@ -122,6 +123,26 @@ sidco::Moments CpuOps::exceed_compact(const Buffer& x, part::Range r, float tau,
     }
   }
   return m;
+}
+
+int64_t CpuOps::count_abs(const Buffer& x, part::Range r, float tau, bool strict) {
+  check::range("count_abs", x.size(), r);
+  return select::count_abs(f32(x), r.begin, r.end, tau, strict);
+}
+
+void CpuOps::threshold_select(const Buffer& x, part::Range owned, float tau, int64_t t,
+                              Buffer& out) {
+  check::range("threshold_select", x.size(), owned);
+  select::threshold_select_cpu(f32(x), owned, tau, t, scratch_);
+  put_indices(scratch_, out);
+}
+
+float CpuOps::topk_abs_among(const Buffer& x, const Buffer& candidates, int64_t k, Buffer& out) {
+  const int32_t* c = i32(candidates);
+  scratch2_.assign(c, c + candidates.size());
+  const float tau = select::topk_abs_among(f32(x), scratch2_, k, scratch_);
+  put_indices(scratch_, out);
+  return tau;
 }
 
 }  // namespace st::bulk

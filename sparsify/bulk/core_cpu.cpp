@@ -7,6 +7,7 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "sparsify/bulk/arg_checks.h"
+#include "sparsify/bulk/cpu_common.h"
 #include "sparsify/kernels/select_cpu.h"
 #include "sparsify/kernels/threshold_select_cpu.h"
 
@@ -14,10 +15,8 @@ namespace st::bulk {
 
 namespace {
 
-// Element-wise loops go parallel above this size (the hook's loops always used it).
-constexpr int64_t kParallelMin = 65536;
-// Sums run over fixed blocks, then the blocks in order: thread-count independent.
-constexpr int64_t kSumBlock = 1 << 16;
+using cpu_detail::kParallelMin;
+using cpu_detail::kSumBlock;
 
 DType dtype_for(Elem e) {
   return e == Elem::F32 ? DType::F32 : DType::I32;
@@ -29,8 +28,12 @@ void* CpuOps::memory(const Buffer& b) {
   return storage(b).defined() ? storage(b).raw() : nullptr;
 }
 
+void CpuOps::on_comm_tensors(Communicator&, const std::vector<Tensor*>&,
+                             const std::vector<Tensor*>&, const std::function<void()>& op) {
+  op();
+}
+
 Tensor CpuOps::view(const Buffer& b) {
-  memory(b);  // the communicator reads and writes it: an access like any other
   const Tensor& t = storage(b);
   return t.numel() == b.size() ? t : t.slice_flat(0, {b.size()});
 }
@@ -42,6 +45,9 @@ void CpuOps::put_indices(const std::vector<int32_t>& v, Buffer& out) {
 }
 
 // --- Memory ---
+
+// Calls complete as they return: nothing to wait for.
+void CpuOps::finish() {}
 
 void CpuOps::resize(Buffer& b, Elem e, int64_t n) {
   ST_CHECK(n >= 0, "bulk::Ops::resize: negative size ", n);
@@ -174,11 +180,6 @@ Stats CpuOps::stats(const Buffer& x, part::Range r) {
   return s;
 }
 
-int64_t CpuOps::count_abs(const Buffer& x, part::Range r, float tau, bool strict) {
-  check::range("count_abs", x.size(), r);
-  return select::count_abs(f32(x), r.begin, r.end, tau, strict);
-}
-
 // --- Selection ---
 
 void CpuOps::select_abs(const Buffer& x, part::Range r, float tau, bool strict, Buffer& out) {
@@ -187,26 +188,11 @@ void CpuOps::select_abs(const Buffer& x, part::Range r, float tau, bool strict, 
   put_indices(scratch_, out);
 }
 
-void CpuOps::threshold_select(const Buffer& x, part::Range owned, float tau, int64_t t,
-                              Buffer& out) {
-  check::range("threshold_select", x.size(), owned);
-  select::threshold_select_cpu(f32(x), owned, tau, t, scratch_);
-  put_indices(scratch_, out);
-}
-
 float CpuOps::topk_abs(const Buffer& x, part::Range r, int64_t k, Buffer& out) {
   check::range("topk_abs", x.size(), r);
   const float tau = select::topk_abs(f32(x) + r.begin, r.size(), k, scratch_);
   put_indices(scratch_, out);
   if (r.begin != 0) offset_indices(out, static_cast<int32_t>(r.begin));
-  return tau;
-}
-
-float CpuOps::topk_abs_among(const Buffer& x, const Buffer& candidates, int64_t k, Buffer& out) {
-  const int32_t* c = i32(candidates);
-  scratch2_.assign(c, c + candidates.size());
-  const float tau = select::topk_abs_among(f32(x), scratch2_, k, scratch_);
-  put_indices(scratch_, out);
   return tau;
 }
 
@@ -219,10 +205,6 @@ void CpuOps::gather(const Buffer& x, const Buffer& idx, Buffer& out) {
   const int32_t* ip = i32(idx);
   float* o = f32(out);
   for (int64_t j = 0; j < m; ++j) o[j] = xp[ip[j]];
-}
-
-void CpuOps::scatter_add(const Buffer& idx, const Buffer& vals, Buffer& y) {
-  scatter_axpy(1.0f, idx, vals, y);
 }
 
 void CpuOps::scatter_scaled(const Buffer& idx, const Buffer& vals, float a, Buffer& y) {
@@ -269,7 +251,7 @@ void CpuOps::union_of(const Buffer& all, const std::vector<int64_t>& offsets,
 void CpuOps::allreduce_sum(Communicator& comm, Buffer& b) {
   if (b.empty()) return;
   Tensor t = view(b);
-  comm.allreduce(t);
+  on_comm_tensors(comm, {}, {&t}, [&] { comm.allreduce(t); });
 }
 
 void CpuOps::allgatherv(Communicator& comm, const Buffer& in, const std::vector<int64_t>& counts,
@@ -282,15 +264,16 @@ void CpuOps::allgatherv(Communicator& comm, const Buffer& in, const std::vector<
            " elements but its count says otherwise");
   resize(out, in.elem(), total);
   if (total == 0) return;
-  Tensor o = view(out);
-  comm.allgatherv(in.empty() ? Tensor::empty({0}, dtype_for(in.elem()), device()) : view(in), o,
-                  counts);
+  Tensor src = in.empty() ? Tensor::empty({0}, dtype_for(in.elem()), device()) : view(in);
+  Tensor dst = view(out);
+  on_comm_tensors(comm, {&src}, {&dst}, [&] { comm.allgatherv(src, dst, counts); });
 }
 
 void CpuOps::broadcast(Communicator& comm, Buffer& b, int root) {
   if (b.empty()) return;
   Tensor t = view(b);
-  comm.broadcast(t, root);
+  // The root's values travel, so a staged copy must hold them too: an output.
+  on_comm_tensors(comm, {}, {&t}, [&] { comm.broadcast(t, root); });
 }
 
 Buffer CpuOps::slice(const Buffer& b, int64_t begin, int64_t n) {
@@ -307,8 +290,9 @@ Buffer CpuOps::slice(const Buffer& b, int64_t begin, int64_t n) {
 void CpuOps::allgather(Communicator& comm, const Buffer& in, Buffer& out) {
   resize(out, in.elem(), in.size() * comm.size());
   if (in.empty()) return;
-  Tensor o = view(out);
-  comm.allgather(view(in), o);
+  Tensor src = view(in);
+  Tensor dst = view(out);
+  on_comm_tensors(comm, {&src}, {&dst}, [&] { comm.allgather(src, dst); });
 }
 
 void CpuOps::scatter_axpy(float a, const Buffer& idx, const Buffer& vals, Buffer& y) {
@@ -324,13 +308,6 @@ void CpuOps::scatter_axpy(float a, const Buffer& idx, const Buffer& vals, Buffer
   }
 }
 
-void CpuOps::offset_indices(Buffer& idx, int32_t delta) {
-  int32_t* p = i32(idx);
-  const int64_t m = idx.size();
-#pragma omp parallel for simd if (m > kParallelMin) schedule(static)
-  for (int64_t j = 0; j < m; ++j) p[j] += delta;
-}
-
 IndexBounds CpuOps::index_bounds(const Buffer& idx) {
   IndexBounds b;
   if (idx.empty()) return b;
@@ -339,24 +316,6 @@ IndexBounds CpuOps::index_bounds(const Buffer& idx) {
   b.min = *lo;
   b.max = *hi;
   return b;
-}
-
-bool CpuOps::same_bits(const Buffer& a, const Buffer& b) {
-  if (a.size() != b.size() || a.elem() != b.elem()) return false;
-  return a.empty() || std::memcmp(memory(a), memory(b), 4 * static_cast<size_t>(a.size())) == 0;
-}
-
-std::vector<int64_t> CpuOps::segment_counts(const Buffer& idx, int64_t begin, int64_t count,
-                                            const std::vector<int64_t>& segments) {
-  ST_CHECK(!segments.empty() && segments.front() == 0,
-           "bulk::Ops::segment_counts: segments must start at 0");
-  std::vector<int64_t> out(segments.size(), 0);
-  const int32_t* p = i32(idx);
-  for (int64_t j = begin; j < begin + count; ++j) {
-    const auto it = std::upper_bound(segments.begin(), segments.end(), static_cast<int64_t>(p[j]));
-    ++out[static_cast<size_t>(it - segments.begin()) - 1];
-  }
-  return out;
 }
 
 }  // namespace st::bulk

@@ -39,9 +39,12 @@ nlohmann::ordered_json key_json(const SpKey& k) {
           {"meaning", k.meaning}};
 }
 
-// Where the method runs: every method selects through bulk::Ops, so on CPU and CUDA buckets.
-std::vector<std::string> devices(const SparsifierInfo&) {
-  return {"cpu", "cuda"};
+// Where the method trains: every method selects through bulk::Ops, so on CPU, CUDA and
+// emulated-device buckets; per-sample squared gradients come from the CPU layers' code,
+// which the CPU and the emulated device run and the CUDA layers do not.
+std::vector<std::string> devices(const SparsifierInfo& s) {
+  if (s.side_inputs.sq_grads) return {"cpu", "emu"};
+  return {"cpu", "cuda", "emu"};
 }
 
 // The side inputs the training loop supplies (SideInputs): name and meaning.

@@ -55,7 +55,10 @@ TEST(SparsifierRegistry, JsonListsEveryMethodWithItsPatternAndKeys) {
     EXPECT_EQ(made->name(), info.name);
     EXPECT_EQ(m.at("pattern"), pattern_name(made->pattern()));
     EXPECT_EQ(m.at("partitioned"), made->partitioned());
-    const std::vector<std::string> devices = {"cpu", "cuda"};
+    // Per-sample squared gradients come from the CPU layers' code (CPU and emu only).
+    const std::vector<std::string> devices = info.side_inputs.sq_grads
+                                                 ? std::vector<std::string>{"cpu", "emu"}
+                                                 : std::vector<std::string>{"cpu", "cuda", "emu"};
     EXPECT_EQ(m.at("device").get<std::vector<std::string>>(), devices);
     EXPECT_FALSE(m.at("summary").get<std::string>().empty());
     EXPECT_EQ(m.at("paper").is_null(), info.name == "dense");

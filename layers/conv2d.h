@@ -35,23 +35,14 @@ class Conv2d : public Layer {
   std::string onednn_impl() const { return onednn_ ? onednn_->forward_impl() : ""; }
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override;
-  Tensor backward_cpu(const Tensor& dy) override;
-#ifdef SPARSETRAIN_WITH_CUDA
-  Tensor forward_cuda(const Tensor& x) override;
-  Tensor backward_cuda(const Tensor& dy) override;
-#endif
+  ST_LAYER_CPU_AND_CUDA
 
  private:
   cpu::ConvGeometry geometry(const Tensor& x) const;
   // 1x1, stride 1, no padding: the image already is its own column matrix.
-  bool is_pointwise() const {
-    return k_ == 1 && stride_ == 1 && pad_ == 0;
-  }
+  bool is_pointwise() const { return k_ == 1 && stride_ == 1 && pad_ == 0; }
   void image_to_columns(const float* xi, const cpu::ConvGeometry& g, float* col, int64_t ld) const;
-  bool uses_onednn() const {
-    return algo_ != CpuConvAlgo::Im2col && cpu::onednn_built();
-  }
+  bool uses_onednn() const { return algo_ != CpuConvAlgo::Im2col && cpu::onednn_built(); }
   // The format operands are rounded to before fp32 kernels (F32: none).
   Precision emulated() const;
   Tensor forward_im2col(const Tensor& x);

@@ -18,12 +18,7 @@ class Dropout : public Layer {
   void freeze_mask(bool frozen) { frozen_ = frozen; }
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override;
-  Tensor backward_cpu(const Tensor& dy) override;
-#ifdef SPARSETRAIN_WITH_CUDA
-  Tensor forward_cuda(const Tensor& x) override;
-  Tensor backward_cuda(const Tensor& dy) override;
-#endif
+  ST_LAYER_CPU_AND_CUDA
 
  private:
   uint64_t next_stream();

@@ -21,12 +21,7 @@ class Embedding : public Layer {
   int64_t dim() const { return dim_; }
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override;
-  Tensor backward_cpu(const Tensor& dy) override;
-#ifdef SPARSETRAIN_WITH_CUDA
-  Tensor forward_cuda(const Tensor& x) override;
-  Tensor backward_cuda(const Tensor& dy) override;
-#endif
+  ST_LAYER_CPU_AND_CUDA
 
  private:
   // Checks x's dtype; returns the output shape x.shape() + [dim].

@@ -15,6 +15,20 @@
 #include "core/tensor.h"
 #include "layers/param.h"
 
+// The device entry points of a layer with a CPU and a CUDA implementation, declared in
+// one line in its class (the CUDA pair exists only in a build with the CUDA backend).
+#ifdef SPARSETRAIN_WITH_CUDA
+#define ST_LAYER_CPU_AND_CUDA                     \
+  Tensor forward_cpu(const Tensor& x) override;   \
+  Tensor backward_cpu(const Tensor& dy) override; \
+  Tensor forward_cuda(const Tensor& x) override;  \
+  Tensor backward_cuda(const Tensor& dy) override;
+#else
+#define ST_LAYER_CPU_AND_CUDA                   \
+  Tensor forward_cpu(const Tensor& x) override; \
+  Tensor backward_cpu(const Tensor& dy) override;
+#endif
+
 namespace st {
 
 class Layer;

@@ -33,12 +33,7 @@ class MaxPool2d : public Pool2d {
   MaxPool2d(int kernel, int stride, int pad = 0) : Pool2d("MaxPool2d", kernel, stride, pad) {}
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override;
-  Tensor backward_cpu(const Tensor& dy) override;
-#ifdef SPARSETRAIN_WITH_CUDA
-  Tensor forward_cuda(const Tensor& x) override;
-  Tensor backward_cuda(const Tensor& dy) override;
-#endif
+  ST_LAYER_CPU_AND_CUDA
 
  private:
   Tensor argmax_;  // int32 flat input offset within the (n, c) plane, per output element
@@ -50,12 +45,7 @@ class AvgPool2d : public Pool2d {
   AvgPool2d(int kernel, int stride, int pad = 0) : Pool2d("AvgPool2d", kernel, stride, pad) {}
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override;
-  Tensor backward_cpu(const Tensor& dy) override;
-#ifdef SPARSETRAIN_WITH_CUDA
-  Tensor forward_cuda(const Tensor& x) override;
-  Tensor backward_cuda(const Tensor& dy) override;
-#endif
+  ST_LAYER_CPU_AND_CUDA
 };
 
 class GlobalAvgPool2d : public Layer {
@@ -63,12 +53,7 @@ class GlobalAvgPool2d : public Layer {
   std::string describe() const override { return "GlobalAvgPool2d"; }
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override;
-  Tensor backward_cpu(const Tensor& dy) override;
-#ifdef SPARSETRAIN_WITH_CUDA
-  Tensor forward_cuda(const Tensor& x) override;
-  Tensor backward_cuda(const Tensor& dy) override;
-#endif
+  ST_LAYER_CPU_AND_CUDA
 
  private:
   Shape in_shape_;

@@ -30,12 +30,7 @@ class ShortcutPadA : public Layer {
   int64_t out_extent(int64_t h) const { return (h + stride_ - 1) / stride_; }
 
  protected:
-  Tensor forward_cpu(const Tensor& x) override;
-  Tensor backward_cpu(const Tensor& dy) override;
-#ifdef SPARSETRAIN_WITH_CUDA
-  Tensor forward_cuda(const Tensor& x) override;
-  Tensor backward_cuda(const Tensor& dy) override;
-#endif
+  ST_LAYER_CPU_AND_CUDA
 
  private:
   void check_input(const Tensor& x) const;

@@ -32,6 +32,35 @@ Tensor Sequential::backward(const Tensor& dy) {
   return g;
 }
 
+void Container::visit_params(const std::string& prefix, const ParamVisitor& fn) {
+  for (auto& [name, child] : children()) child->visit_params(child_prefix(prefix, name), fn);
+}
+
+void Container::visit_buffers(const std::string& prefix, const BufferVisitor& fn) {
+  for (auto& [name, child] : children()) child->visit_buffers(child_prefix(prefix, name), fn);
+}
+
+void Container::set_training(bool training) {
+  Layer::set_training(training);
+  for (auto& [name, child] : children()) child->set_training(training);
+}
+
+void Container::set_backward_observer(const BackwardObserver& obs, const std::string& prefix) {
+  for (auto& [name, child] : children())
+    child->set_backward_observer(obs, child_prefix(prefix, name));
+}
+
+void Container::visit_layers(const std::function<void(Layer&)>& fn) {
+  fn(*this);
+  for (auto& [name, child] : children()) child->visit_layers(fn);
+}
+
+std::vector<std::pair<std::string, Layer*>> Sequential::children() {
+  std::vector<std::pair<std::string, Layer*>> out;
+  for (auto& [name, layer] : children_) out.emplace_back(name, layer.get());
+  return out;
+}
+
 void Sequential::set_backward_observer(const BackwardObserver& obs, const std::string& prefix) {
   observer_ = obs;
   paths_.clear();
@@ -39,21 +68,8 @@ void Sequential::set_backward_observer(const BackwardObserver& obs, const std::s
     const std::string path = child_prefix(prefix, name);
     paths_.push_back((path.empty() ? std::string() : path.substr(0, path.size() - 1)) +
                      (name.empty() ? layer->describe() : ""));
-    layer->set_backward_observer(obs, path);
   }
-}
-
-void Sequential::visit_params(const std::string& prefix, const ParamVisitor& fn) {
-  for (auto& [name, layer] : children_) layer->visit_params(child_prefix(prefix, name), fn);
-}
-
-void Sequential::visit_buffers(const std::string& prefix, const BufferVisitor& fn) {
-  for (auto& [name, layer] : children_) layer->visit_buffers(child_prefix(prefix, name), fn);
-}
-
-void Sequential::set_training(bool training) {
-  Layer::set_training(training);
-  for (auto& [name, layer] : children_) layer->set_training(training);
+  Container::set_backward_observer(obs, prefix);
 }
 
 Residual::Residual(LayerPtr main, LayerPtr shortcut, std::string shortcut_name)
@@ -84,36 +100,10 @@ Tensor Residual::route_backward(const Tensor& dy) {
   return dx;
 }
 
-void Residual::visit_params(const std::string& prefix, const ParamVisitor& fn) {
-  main_->visit_params(prefix, fn);
-  if (shortcut_) shortcut_->visit_params(child_prefix(prefix, shortcut_name_), fn);
-}
-
-void Residual::visit_buffers(const std::string& prefix, const BufferVisitor& fn) {
-  main_->visit_buffers(prefix, fn);
-  if (shortcut_) shortcut_->visit_buffers(child_prefix(prefix, shortcut_name_), fn);
-}
-
-void Sequential::visit_layers(const std::function<void(Layer&)>& fn) {
-  fn(*this);
-  for (auto& child : children_) child.second->visit_layers(fn);
-}
-
-void Residual::visit_layers(const std::function<void(Layer&)>& fn) {
-  fn(*this);
-  main_->visit_layers(fn);
-  if (shortcut_) shortcut_->visit_layers(fn);
-}
-
-void Residual::set_backward_observer(const BackwardObserver& obs, const std::string& prefix) {
-  main_->set_backward_observer(obs, prefix);
-  if (shortcut_) shortcut_->set_backward_observer(obs, child_prefix(prefix, shortcut_name_));
-}
-
-void Residual::set_training(bool training) {
-  Layer::set_training(training);
-  main_->set_training(training);
-  if (shortcut_) shortcut_->set_training(training);
+std::vector<std::pair<std::string, Layer*>> Residual::children() {
+  std::vector<std::pair<std::string, Layer*>> out = {{"", main_.get()}};
+  if (shortcut_) out.emplace_back(shortcut_name_, shortcut_.get());
+  return out;
 }
 
 }  // namespace st

@@ -6,7 +6,23 @@
 
 namespace st {
 
-class Sequential : public Layer {
+// What both containers do with their children, written once: visiting parameters,
+// buffers and layers, the training flag and the backward observer pass to each child
+// under its path segment (an empty name is transparent).
+class Container : public Layer {
+ public:
+  void visit_params(const std::string& prefix, const ParamVisitor& fn) override;
+  void visit_buffers(const std::string& prefix, const BufferVisitor& fn) override;
+  void set_training(bool training) override;
+  void set_backward_observer(const BackwardObserver& obs, const std::string& prefix) override;
+  void visit_layers(const std::function<void(Layer&)>& fn) override;
+
+ protected:
+  // (path segment, child) in registration order.
+  virtual std::vector<std::pair<std::string, Layer*>> children() = 0;
+};
+
+class Sequential : public Container {
  public:
   // Appends a child. `name` becomes a path segment in parameter names; an empty name
   // makes the child transparent (its parameters appear directly under this prefix).
@@ -20,13 +36,11 @@ class Sequential : public Layer {
   std::string describe() const override { return "Sequential(" + std::to_string(size()) + ")"; }
   Tensor forward(const Tensor& x) override;
   Tensor backward(const Tensor& dy) override;
-  void visit_params(const std::string& prefix, const ParamVisitor& fn) override;
-  void visit_buffers(const std::string& prefix, const BufferVisitor& fn) override;
-  void set_training(bool training) override;
+  // Also remembers each child's observer path for its own backward.
   void set_backward_observer(const BackwardObserver& obs, const std::string& prefix) override;
-  void visit_layers(const std::function<void(Layer&)>& fn) override;
 
  protected:
+  std::vector<std::pair<std::string, Layer*>> children() override;
   Tensor forward_cpu(const Tensor& x) override { return forward(x); }
   Tensor backward_cpu(const Tensor& dy) override { return backward(dy); }
 
@@ -36,20 +50,16 @@ class Sequential : public Layer {
   std::vector<std::string> paths_;  // observer names of the children
 };
 
-class Residual : public Layer {
+class Residual : public Container {
  public:
   // `main` is transparent in names; `shortcut` (nullptr = identity) is named
   // `shortcut_name` ("downsample" in torchvision).
   Residual(LayerPtr main, LayerPtr shortcut = nullptr, std::string shortcut_name = "downsample");
 
   std::string describe() const override { return "Residual"; }
-  void visit_params(const std::string& prefix, const ParamVisitor& fn) override;
-  void visit_buffers(const std::string& prefix, const BufferVisitor& fn) override;
-  void set_training(bool training) override;
-  void set_backward_observer(const BackwardObserver& obs, const std::string& prefix) override;
-  void visit_layers(const std::function<void(Layer&)>& fn) override;
 
  protected:
+  std::vector<std::pair<std::string, Layer*>> children() override;
   // The routing and the add are device-generic (core/ops.h); dispatching them through
   // Layer::forward/backward makes a whole block one task on the emulated device, whose
   // host code must not add device tensors itself.

@@ -31,7 +31,7 @@
 
 namespace st {
 
-class FftSparsifier : public Sparsifier {
+class FftSparsifier : public PackedSparsifier {
  public:
   static constexpr char kName[] = "fft";
   // The --sp keys theta, theta_min, decay, every, bits, block, which the registry row
@@ -42,10 +42,8 @@ class FftSparsifier : public Sparsifier {
   explicit FftSparsifier(const SparsifierOptions& o);
 
   std::string name() const override { return kName; }
-  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool packs() const override { return true; }
   void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
                  int64_t offset, int64_t count, DeviceSelection& out) const override;
   bool transform_domain() const override { return true; }

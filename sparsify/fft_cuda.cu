@@ -72,27 +72,27 @@ CufftPlans::Plan& CufftPlans::plan(int64_t len, int device) {
   return it->second;
 }
 
-void CufftPlans::rfft(const float* x, const std::vector<bulk::FftPiece>& pieces, float* coef) {
+// Runs fn(plan, piece, stream) for each piece on the device of `on`, on its current stream.
+template <typename Fn>
+void CufftPlans::each_piece(const float* on, const std::vector<bulk::FftPiece>& pieces, Fn fn) {
   if (pieces.empty()) return;
-  const int dev = cuda::device_of(coef);
+  const int dev = cuda::device_of(on);
   cuda::DeviceGuard guard(dev);
   const cudaStream_t s = cuda::current_stream(dev);
-  for (const bulk::FftPiece& p : pieces) {
-    Plan& pl = plan(p.len, dev);
+  for (const bulk::FftPiece& p : pieces) fn(plan(p.len, dev), p, s);
+}
+
+void CufftPlans::rfft(const float* x, const std::vector<bulk::FftPiece>& pieces, float* coef) {
+  each_piece(coef, pieces, [&](Plan& pl, const bulk::FftPiece& p, cudaStream_t s) {
     ST_CUFFT_CHECK(cufftSetStream(pl.r2c, s));
     ST_CUFFT_CHECK(cufftExecR2C(pl.r2c, const_cast<cufftReal*>(x + p.begin),
                                 reinterpret_cast<cufftComplex*>(coef + p.coef)));
-  }
+  });
 }
 
 void CufftPlans::irfft(const float* coef, const std::vector<bulk::FftPiece>& pieces, float* out,
                        float* scratch) {
-  if (pieces.empty()) return;
-  const int dev = cuda::device_of(coef);
-  cuda::DeviceGuard guard(dev);
-  const cudaStream_t s = cuda::current_stream(dev);
-  for (const bulk::FftPiece& p : pieces) {
-    Plan& pl = plan(p.len, dev);
+  each_piece(coef, pieces, [&](Plan& pl, const bulk::FftPiece& p, cudaStream_t s) {
     ST_CUDA_CHECK(cudaMemcpyAsync(scratch, coef + p.coef, sizeof(float) * 2 * (p.len / 2 + 1),
                                   cudaMemcpyDeviceToDevice, s));
     ST_CUFFT_CHECK(cufftSetStream(pl.c2r, s));
@@ -100,7 +100,7 @@ void CufftPlans::irfft(const float* coef, const std::vector<bulk::FftPiece>& pie
     scale_kernel<<<cuda::grid_for(p.len), cuda::kBlock, 0, s>>>(out + p.begin, p.len,
                                                                 1.0f / static_cast<float>(p.len));
     ST_CUDA_CHECK_LAUNCH();
-  }
+  });
 }
 
 }  // namespace st::fft

@@ -34,6 +34,8 @@ class CufftPlans {
   };
   // The plans of `len`, with the shared work area (grown if they need more) set on both.
   Plan& plan(int64_t len, int device);
+  template <typename Fn>
+  void each_piece(const float* on, const std::vector<bulk::FftPiece>& pieces, Fn fn);
   std::map<int64_t, Plan> plans_;
   void* work_ = nullptr;  // device memory shared by every plan
   size_t work_bytes_ = 0;

@@ -42,12 +42,10 @@ namespace st {
 // (seed, rank, bucket, iteration).
 // What QSGD and TernGrad share: select_on quantises and packs, unpack_on decodes one
 // rank's message; a method only says how it quantises (spec()).
-class StochasticQuantizer : public Sparsifier {
+class StochasticQuantizer : public PackedSparsifier {
  public:
-  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool packs() const override { return true; }
   void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
                  int64_t offset, int64_t count, DeviceSelection& out) const override;
 

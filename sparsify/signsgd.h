@@ -15,16 +15,14 @@
 
 namespace st {
 
-class SignSgd : public Sparsifier {
+class SignSgd : public PackedSparsifier {
  public:
   // The --sp key per_tensor, which the registry row lists; the constructor reads it.
   static std::vector<SpKey> keys();
   explicit SignSgd(const SpValues& v);
   std::string name() const override { return "signsgd"; }
-  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool packs() const override { return true; }
   void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
                  int64_t offset, int64_t count, DeviceSelection& out) const override;
 

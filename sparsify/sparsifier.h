@@ -184,6 +184,15 @@ class Sparsifier {
                                  const bulk::Buffer& first_sum, bulk::Buffer& out);
 };
 
+// A method that sends the packed wire format of the allgather-sum exchange (QSGD,
+// TernGrad, signSGD, FFT, VGC): select_on() fills DeviceSelection::packed, unpack_on()
+// decodes one rank's message.
+class PackedSparsifier : public Sparsifier {
+ public:
+  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
+  bool packs() const override { return true; }
+};
+
 using SparsifierPtr = std::unique_ptr<Sparsifier>;
 
 }  // namespace st

@@ -37,7 +37,7 @@
 
 namespace st {
 
-class Vgc : public Sparsifier {
+class Vgc : public PackedSparsifier {
  public:
   static constexpr char kName[] = "vgc";
   // The --sp keys alpha, zeta, tau, batch, which the registry row lists; the constructor
@@ -46,11 +46,9 @@ class Vgc : public Sparsifier {
   explicit Vgc(const SpValues& v);
   explicit Vgc(const SparsifierOptions& o);
   std::string name() const override { return kName; }
-  ExchangePattern pattern() const override { return ExchangePattern::AllgatherSum; }
   bool sends_at_least_one() const override { return false; }
   void select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                  DeviceSelection& out) override;
-  bool packs() const override { return true; }
   void unpack_on(bulk::Ops& ops, const SelectContext& ctx, int64_t n, const bulk::Buffer& words,
                  int64_t offset, int64_t count, DeviceSelection& out) const override;
   // Accumulated variance of a bucket (tests).

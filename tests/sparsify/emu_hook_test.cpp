@@ -27,12 +27,13 @@
 #include "tests/sparsify/heavy_tailed.h"
 
 namespace st::test {
+
+extern Communicator* g_emu_world;  // tests/comm/emu_main.cpp
+
 namespace {
 
-Communicator* g_world = nullptr;  // host tensors over MPI, emulated ones over "emu"
-
 Communicator& world() {
-  return *g_world;
+  return *g_emu_world;  // host tensors over MPI, emulated ones over "emu"
 }
 
 bool bit_exact(const std::string& method) {
@@ -161,19 +162,3 @@ TEST(EmuCollective, RefusesHostTensorsAndForeignThreads) {
 
 }  // namespace
 }  // namespace st::test
-
-// MPI comes up at MPI_THREAD_MULTIPLE with the emulated collective; every thread that
-// does not bind otherwise works on this rank's local emulated device.
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = st::make_communicator("auto", "emu");
-  st::set_process_device(st::parse_device("emu", comm->placement()));
-  st::test::g_world = comm.get();
-  if (comm->rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  const double failed = comm->allreduce_scalar(rc != 0 ? 1.0 : 0.0);
-  return failed > 0 ? 1 : 0;
-}

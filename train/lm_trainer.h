@@ -1,8 +1,8 @@
-// The language-model training loop behind `sparsetrain train --arch lstm`: truncated BPTT
-// over a word-level corpus (Zaremba et al. 2014, sec. 4.1; PyTorch's word_language_model
-// example), with the CNN trainer's machinery: the bucketed Reducer with the dense or
-// sparsifying hook, checkpoints with exact resume, iterations/epochs metrics, the
-// progress line and the Chrome trace.
+// Language modelling, the task behind `sparsetrain train --arch lstm` (train/lm_trainer.cpp):
+// truncated BPTT over a word-level corpus (Zaremba et al. 2014, sec. 4.1; PyTorch's
+// word_language_model example). The step, the exchange, checkpoints, metrics and the trace
+// are the one training loop's (train/training_loop.h); this task supplies the windows,
+// the carried LSTM state and its checkpointing, the loss and perplexity.
 //
 // Per window: forward from the carried (detached) LSTM state, softmax cross-entropy over
 // the next tokens, backward, gradient-norm clipping of the LOCAL gradient before the

@@ -1,6 +1,7 @@
-// Pieces shared by the training loops (train/trainer.cpp for the image models,
-// train/lm_trainer.cpp for the language model): the progress line's duration format,
-// peak memory, the sparsification columns of the metrics, and the rank-0 broadcast.
+// Pieces the training loop (train/training_loop.cpp) and its tasks (train/trainer.cpp,
+// train/lm_trainer.cpp) share: the progress line's duration format, peak memory, the
+// sparsification columns of the metrics, the exchange hook a config asks for, and the
+// rank-0 broadcast.
 #pragma once
 
 #include <map>

@@ -1,7 +1,7 @@
-// Trainer: the single-process training loop behind `sparsetrain train` and `eval`:
-// data -> forward -> loss -> backward (gradients land in the flat buffer) -> clip ->
-// SGD step, with per-iteration and per-epoch metrics, a progress line, test accuracy
-// each epoch, atomic checkpoints and exact resume.
+// Image classification, the task behind `sparsetrain train` and `eval` for the CNNs
+// (train/trainer.cpp): the dataset and loader, the input copies to the device, softmax
+// cross-entropy, test accuracy after each epoch. The step, the exchange, checkpoints and
+// resume are the one training loop's (train/training_loop.h), on one process or many.
 #pragma once
 
 #include <cstdint>

@@ -102,7 +102,7 @@ std::vector<FlagRow> process_rows() {
        .range = at_least(0)},
       {.names = "--device",
        .field = &TrainConfig::device,
-       .help = "cpu, cuda, cuda:N or auto",
+       .help = "cpu, cuda, cuda:N, emu, emu:N (the emulated accelerator: docs/GPU.md) or auto",
        .eval_too = true,
        .agree = Agree::value},
       {.names = "--seed",

@@ -232,9 +232,10 @@ TEST(Step4, OverlappedBucketLeavesBeforeBackwardEnds) {
 }
 
 // ---- Step 5: Top-k and error feedback -----------------------------------------------------
-// Exercise: write the error-feedback update of SparsifyHook::exchange
+// Exercise: write the error-feedback update of SparsifyHook::sparse_exchange
 // (sparsify/sparsify_hook.cpp): x = grad + residual before selection; afterwards the
-// residual keeps what this rank did not deliver (union-allreduce: zero at the union).
+// residual keeps what this rank did not deliver (union-allreduce, exchange_union in
+// sparsify/exchange_patterns.cpp: zero at the union).
 
 // Rank r's gradient for the Top-k tests: 0.1 (i + 1) everywhere, plus 10 at 2r and 2r+1,
 // so each rank's top-2 is {2r, 2r+1} and the ranks' choices are disjoint.

@@ -39,6 +39,37 @@ void Communicator::wait_idle() {
   if (worker_) worker_->wait_idle();
 }
 
+namespace {
+// Rank `rank`'s part of a reduce-scatter: its offset and the total, checked against `in`.
+int64_t scatter_offset(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts,
+                       int rank, int size) {
+  ST_CHECK(static_cast<int>(counts.size()) == size, "reduce_scatter: ", counts.size(),
+           " counts for ", size, " ranks");
+  int64_t offset = 0, total = 0;
+  for (int r = 0; r < size; ++r) {
+    ST_CHECK(counts[r] >= 0, "reduce_scatter: negative count for rank ", r);
+    if (r < rank) offset += counts[r];
+    total += counts[r];
+  }
+  ST_CHECK(total == in.numel() && out.numel() == counts[rank] && out.dtype() == in.dtype(),
+           "reduce_scatter: input ", in.str(), " and output ", out.str(), " do not fit counts of ",
+           total, " elements (rank ", rank, ": ", counts[rank], ")");
+  return offset;
+}
+}  // namespace
+
+void Communicator::reduce_scatter(const Tensor& in, Tensor& out,
+                                  const std::vector<int64_t>& counts) {
+  const int64_t offset = scatter_offset(in, out, counts, rank(), size());
+  Tensor sum = in.clone();
+  allreduce(sum, ReduceOp::Sum);
+  out.copy_from(sum.slice_flat(offset, {counts[rank()]}));
+}
+
+std::unique_ptr<Communicator> Communicator::split(int, int) {
+  ST_THROW("the ", backend(), " communicator cannot be split into groups");
+}
+
 double Communicator::allreduce_scalar(double v, ReduceOp op) {
   // float64 is not a tensor dtype here; two floats keep ~14 significant digits.
   const float hi = static_cast<float>(v);
@@ -117,9 +148,12 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
   const Device d = parse_device(spec, host->placement());
   const std::string resolved = resolve_backend(backend, launched, d);
   if (resolved == "mpi") return host;
-  auto on_device = resolved == "emu" ? make_emu_communicator(*host, d.index)
-                                     : make_nccl_communicator(*host, d.index);
-  return std::make_unique<SplitCommunicator>(std::move(host), std::move(on_device));
+  SplitCommunicator::DeviceFactory on_device_of = [emu = resolved == "emu", index = d.index](
+                                                      MpiCommunicator& bootstrap) {
+    return emu ? make_emu_communicator(bootstrap, index) : make_nccl_communicator(bootstrap, index);
+  };
+  auto on_device = on_device_of(*host);
+  return std::make_unique<SplitCommunicator>(std::move(host), std::move(on_device), on_device_of);
 }
 
 }  // namespace st

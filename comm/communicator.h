@@ -51,6 +51,15 @@ class Communicator {
   // vector. Host memory on every backend (NCCL forwards to its MPI bootstrap): meant for
   // diagnostics such as the trace, not for the training step.
   virtual std::vector<std::string> gather_bytes(const std::string& mine, int root) = 0;
+  // `in` summed over the ranks, of which rank r keeps the counts[r] elements at the
+  // prefix-sum offset: out.numel() == counts[rank()], sum(counts) == in.numel(). The base
+  // sums a copy of `in` with allreduce and keeps this rank's part (what NCCL and the
+  // emulated collective run); MPI reduces and scatters in one collective.
+  virtual void reduce_scatter(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts);
+  // A communicator over the ranks that pass the same `color`, ordered by `key` (then by
+  // rank): MPI_Comm_split's meaning. Every rank of this communicator must call it, in
+  // the same order as its other collectives. The sub-communicator has a worker of its own.
+  virtual std::unique_ptr<Communicator> split(int color, int key);
 
   // Asynchronous variants: queued on the worker thread; tensors must stay alive and
   // untouched until the handle is waited on.

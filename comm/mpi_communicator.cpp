@@ -113,6 +113,47 @@ MpiCommunicator::MpiCommunicator(const MpiCommunicator& parent, Dup)
   ST_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
 }
 
+MpiCommunicator::MpiCommunicator(const MpiCommunicator& parent, MPI_Comm comm)
+    : comm_(comm), placement_(parent.placement_) {
+  ST_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  ST_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  ST_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::split_mpi(int color, int key) {
+  ST_CHECK(color >= 0, "MPI split: color ", color, " must not be negative");
+  MPI_Comm sub = MPI_COMM_NULL;
+  ST_MPI_CHECK(MPI_Comm_split(comm_, color, key, &sub));
+  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(*this, sub));
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  return split_mpi(color, key);
+}
+
+void MpiCommunicator::reduce_scatter(const Tensor& in, Tensor& out,
+                                     const std::vector<int64_t>& counts) {
+  require_cpu(in, "reduce_scatter");
+  require_cpu(out, "reduce_scatter");
+  ST_CHECK(static_cast<int>(counts.size()) == size_, "MPI reduce_scatter: ", counts.size(),
+           " counts for ", size_, " ranks");
+  std::vector<int> c(size_);
+  int64_t total = 0;
+  for (int r = 0; r < size_; ++r) {
+    c[r] = as_count(counts[r], "reduce_scatter");
+    total += counts[r];
+  }
+  ST_CHECK(total == in.numel() && out.numel() == counts[rank_] && out.dtype() == in.dtype(),
+           "MPI reduce_scatter: input ", in.str(), " and output ", out.str(), " do not fit ",
+           total, " elements split as counts (rank ", rank_, ": ", counts[rank_], ")");
+  if (total == 0) return;
+  // The counts array must outlive the request: it does (this frame).
+  MPI_Request req = MPI_REQUEST_NULL;
+  ST_MPI_CHECK(MPI_Ireduce_scatter(in.raw(), out.raw(), c.data(), mpi_type(in.dtype()), MPI_SUM,
+                                   comm_, &req));
+  wait_with_backoff(req, "MPI_Ireduce_scatter");
+}
+
 void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {
   require_cpu(t, "allreduce");
   if (t.numel() == 0) return;

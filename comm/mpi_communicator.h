@@ -31,12 +31,18 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
   NodePlacement placement() const override { return placement_; }
   ST_COMMUNICATOR_COLLECTIVES
+  void reduce_scatter(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
+  // split() with its concrete type (the device collectives bootstrap over it).
+  std::unique_ptr<MpiCommunicator> split_mpi(int color, int key);
   // Ends every process of the job (after printing the reason), as MPI_Abort does.
   [[noreturn]] static void abort_job(int code);
 
  private:
   struct Dup {};
   MpiCommunicator(const MpiCommunicator& parent, Dup);
+  // Over `comm`, a communicator MPI made from the parent's (owned: freed on destruction).
+  MpiCommunicator(const MpiCommunicator& parent, MPI_Comm comm);
   MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0, size_ = 1;
   NodePlacement placement_;

@@ -1,5 +1,6 @@
 #include "comm/split_communicator.h"
 
+#include "comm/mpi_communicator.h"
 #include "core/error.h"
 
 namespace st {
@@ -22,8 +23,8 @@ class SplitCommunicator::Entry {
 };
 
 SplitCommunicator::SplitCommunicator(std::unique_ptr<Communicator> host,
-                                     std::unique_ptr<Communicator> device)
-    : host_(std::move(host)), device_(std::move(device)) {
+                                     std::unique_ptr<Communicator> device, DeviceFactory remake)
+    : host_(std::move(host)), device_(std::move(device)), remake_(std::move(remake)) {
   ST_CHECK(host_ && device_, "SplitCommunicator: both a host and a device backend are needed");
   ST_CHECK(host_->size() == device_->size() && host_->rank() == device_->rank(),
            "SplitCommunicator: the ", device_->backend(), " communicator (rank ", device_->rank(),
@@ -79,6 +80,22 @@ void SplitCommunicator::broadcast(Tensor& t, int root) {
 void SplitCommunicator::barrier() {
   Entry e(host_plane_, rank());
   host_->barrier();
+}
+
+void SplitCommunicator::reduce_scatter(const Tensor& in, Tensor& out,
+                                       const std::vector<int64_t>& counts) {
+  Plane& p = plane_of(in, out, "reduce_scatter");
+  Entry e(p, rank());
+  p.comm->reduce_scatter(in, out, counts);
+}
+
+std::unique_ptr<Communicator> SplitCommunicator::split(int color, int key) {
+  auto* mpi = dynamic_cast<MpiCommunicator*>(host_.get());
+  ST_CHECK(mpi && remake_, "the ", backend(), " communicator cannot be split into groups");
+  Entry e(host_plane_, rank());
+  std::unique_ptr<MpiCommunicator> host = mpi->split_mpi(color, key);
+  std::unique_ptr<Communicator> device = remake_(*host);
+  return std::make_unique<SplitCommunicator>(std::move(host), std::move(device), remake_);
 }
 
 std::vector<std::string> SplitCommunicator::gather_bytes(const std::string& mine, int root) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -20,10 +21,17 @@
 
 namespace st {
 
+class MpiCommunicator;
+
 class SplitCommunicator : public Communicator {
  public:
+  // Builds the device plane over a host communicator (its bootstrap): how split() makes
+  // the device plane of a group.
+  using DeviceFactory = std::function<std::unique_ptr<Communicator>(MpiCommunicator&)>;
   // `device` was built on top of `host` (its bootstrap); both must span the same ranks.
-  SplitCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<Communicator> device);
+  // Without `remake`, split() is refused.
+  SplitCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<Communicator> device,
+                    DeviceFactory remake = nullptr);
   ~SplitCommunicator() override;
 
   std::string backend() const override { return device_->backend(); }
@@ -32,6 +40,10 @@ class SplitCommunicator : public Communicator {
   NodePlacement placement() const override { return host_->placement(); }
 
   ST_COMMUNICATOR_COLLECTIVES
+  void reduce_scatter(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override;
+  // Both planes split alike: the host plane with MPI, the device plane built anew over it
+  // (NCCL from a unique id of the group's own, the emulated collective over the group).
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
   // Marks one plane as entered by this thread for the length of a call.
@@ -47,6 +59,7 @@ class SplitCommunicator : public Communicator {
 
   std::unique_ptr<Communicator> host_;
   std::unique_ptr<Communicator> device_;
+  DeviceFactory remake_;
   Plane host_plane_, device_plane_;
 };
 

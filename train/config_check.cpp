@@ -1,5 +1,7 @@
 #include "train/config_check.h"
 
+#include "train/exchange_setup.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -10,6 +12,7 @@
 #include "data/registry.h"
 #include "sparsify/bulk/bulk_ops.h"
 #include "sparsify/registry.h"
+#include "train/exchange_setup.h"
 #include "train/train_common.h"
 
 namespace st {
@@ -95,6 +98,7 @@ void check_config(const TrainConfig& c) {
   ST_CHECK(!c.sync_bn || !lm, "--sync-bn applies to models with BatchNorm, not --arch lstm");
   check_sparsifier_device(c);
   check_precision(c);
+  check_exchange_flags(c);
   // --sp keys and values as the exchange hook reads them, before any data is loaded.
   std::shared_ptr<SparsifyHook> hook;
   if (c.sparsifier != "none") make_exchange_hook(c, hook);

@@ -325,6 +325,23 @@ std::vector<FlagRow> exchange_rows() {
        .field = &TrainConfig::sync_bn,
        .help = "BatchNorm batch statistics over all ranks (synchronised), not per rank",
        .agree = Agree::value},
+      {.names = "--hierarchy",
+       .field = &TrainConfig::hierarchy,
+       .help = "two-level exchange: off; node (a dense reduce-scatter inside each host, the "
+               "--sparsifier between hosts on each rank's slice, an allgather inside); or N "
+               "(every N consecutive ranks form a node) (docs/ALGORITHMS.md)",
+       .agree = Agree::value,
+       .saved_as = "hierarchy",
+       .on_resume = OnResume::same},
+      {.names = "--plan",
+       .field = &TrainConfig::plan,
+       .help = "off, or auto: a probe at start times the links and the --sparsifier, and each "
+               "bucket goes dense or compressed, whichever is predicted faster (the plan is "
+               "printed, saved and kept on resume)",
+       .choices = {"off", "auto"},
+       .agree = Agree::value,
+       .saved_as = "plan",
+       .on_resume = OnResume::same},
       {.names = "--no-overlap",
        .field = &TrainConfig::overlap,
        .help = "exchange all buckets after backward instead of during it (baseline)",

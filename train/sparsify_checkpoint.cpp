@@ -151,13 +151,14 @@ bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communi
   return true;
 }
 
-void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer, SparsifyHook* sparsify,
+void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer,
+                     const std::vector<Bucket>& sparsified, SparsifyHook* sparsify,
                      Communicator& comm) {
   reducer.set_iteration(step);
   if (!sparsify) return;
   std::map<std::string, std::string> meta;
   if (restore_sparsify_state(*sparsify, c.resume, comm, &meta))
-    sparsify->check_bucket_plan(reducer.buckets(), bucket_hint(meta));
+    sparsify->check_bucket_plan(sparsified, bucket_hint(meta));
   else if (comm.rank() == 0)
     std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
                  c.resume.c_str(), c.sparsifier.c_str());

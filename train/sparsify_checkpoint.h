@@ -32,10 +32,12 @@ std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const Sparsify
 bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm,
                             std::map<std::string, std::string>* meta = nullptr);
 // On --resume: the reducer's iteration count continues from `step`, and the sparsify
-// hook (when there is one) is restored as above and checked against the bucket plan.
+// hook (when there is one) is restored as above and checked against the buckets it
+// exchanges (`sparsified`: the reducer's, or this rank's slices of them under two levels).
 // A checkpoint without sparsifier state leaves the hook fresh, with a note on rank 0:
 // sparsification then starts from zero residuals.
-void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer, SparsifyHook* sparsify,
+void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer,
+                     const std::vector<Bucket>& sparsified, SparsifyHook* sparsify,
                      Communicator& comm);
 
 }  // namespace st

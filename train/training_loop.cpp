@@ -22,6 +22,7 @@
 #include "optim/make_optimizer.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "train/exchange_setup.h"
 #include "sparsify/sq_gradients.h"
 #include "train/checkpoint_schedule.h"
 #include "train/config_check.h"
@@ -236,7 +237,9 @@ class TrainingLoop {
   const bool tty_;
   FlatParams flat_;
   MixedPrecision precision_;
-  std::shared_ptr<SparsifyHook> sparsify_;
+  // The hook stack (--sparsifier, --hierarchy, --plan); sparsify_ is its sparsifier's hook.
+  std::unique_ptr<ExchangeSetup> exchange_;
+  SparsifyHook* sparsify_ = nullptr;
   // Declared before the reducer, whose exchanges read it until the reducer is gone.
   std::unique_ptr<SqGradients> sq_grads_;
   std::unique_ptr<Reducer> reducer_;
@@ -265,9 +268,10 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
       precision_(c, task.model()),
       optimizer_(make_optimizer(c.optimizer, flat_.params(), optimizer_options(c))) {
   broadcast_model(task_.model(), flat_, comm_);
-  std::shared_ptr<BucketHook> hook = make_exchange_hook(c_, sparsify_);
-  sq_grads_ = attach_sq_gradients(c_, flat_, sparsify_.get());
-  reducer_ = std::make_unique<Reducer>(flat_, comm_, hook, reducer_options(c_, task_));
+  exchange_ = std::make_unique<ExchangeSetup>(c_, comm_);
+  sparsify_ = exchange_->sparsify();
+  sq_grads_ = attach_sq_gradients(c_, flat_, sparsify_);
+  reducer_ = std::make_unique<Reducer>(flat_, comm_, exchange_->hook(), reducer_options(c_, task_));
   if (c_.sync_bn) install_sync_bn(true);
   if (c_.print_buckets && leader_) std::fputs(reducer_->describe_plan().c_str(), stderr);
   if (c_.print_placement)
@@ -275,7 +279,10 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
                  task_.device().str().c_str());
   if (leader_) fs::create_directories(c_.out);
   ckpt_path_ = (fs::path(c_.out) / "checkpoint.safetensors").string();
-  if (!c_.resume.empty()) resume();
+  if (!c_.resume.empty())
+    resume();
+  else
+    exchange_->make_plan(reducer_->buckets(), nullptr, task_.device(), quiet_);
   open_logs();
   plan_steps();
 }
@@ -340,11 +347,14 @@ void TrainingLoop::resume() {
       c_.resume, task_.model(), optimizer_.get(), &saved,
       [&](const std::map<std::string, std::string>& meta, const TrainPosition& at) {
         check_resume_compatible(c_, meta, metadata(), at);
+        exchange_->check_resume(meta, c_.resume);
         check_resume_position(at);
       },
       c_.allow_unknown_tensors);
   if (pos_.batch > 0) sums_.restore(saved, comm_);
-  resume_exchange(c_, pos_.step, *reducer_, sparsify_.get(), comm_);
+  resume_exchange(c_, pos_.step, *reducer_, exchange_->sparsified(reducer_->buckets()), sparsify_,
+                  comm_);
+  exchange_->make_plan(reducer_->buckets(), &saved, task_.device(), quiet_);
   task_.restore(c_.resume, saved, pos_);
   precision_.restore(saved, c_.resume);
   check_something_left(pos_);
@@ -390,6 +400,7 @@ std::map<std::string, std::string> TrainingLoop::metadata() const {
   meta["comm_dtype"] = c_.comm_dtype;
   meta["bucket_cap_mb"] = format_number(c_.bucket_cap_mb);
   meta["first_bucket_mb"] = format_number(c_.first_bucket_mb);
+  exchange_->add_metadata(meta);
   return meta;
 }
 

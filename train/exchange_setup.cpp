@@ -1,0 +1,181 @@
+#include "train/exchange_setup.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/stream_sync.h"
+#include "core/timer.h"
+#include "sparsify/registry.h"
+#include "train/flags.h"
+#include "train/train_common.h"
+
+namespace st {
+
+namespace {
+const char* kLayoutKey = "hierarchy_layout";
+const char* kPlanKey = "exchange_plan";
+
+std::string hierarchy_label() { return flag_label(flag_of(&TrainConfig::hierarchy)); }
+}  // namespace
+
+int parse_hierarchy(const std::string& value) {
+  if (value == "off") return -1;
+  if (value == "node") return 0;
+  char* end = nullptr;
+  const long n = std::strtol(value.c_str(), &end, 10);
+  ST_CHECK(!value.empty() && *end == '\0' && n >= 1 && n <= 1 << 20, hierarchy_label(), " '", value,
+           "' is none of off, node, or a number of ranks per node");
+  return static_cast<int>(n);
+}
+
+void check_exchange_flags(const TrainConfig& c) {
+  const bool two_level = parse_hierarchy(c.hierarchy) >= 0;
+  ST_CHECK(c.plan == "off" || c.sparsifier != "none",
+           "--plan auto chooses per bucket between the dense allreduce and --sparsifier: pass a "
+           "--sparsifier");
+  if (!two_level || c.sparsifier == "none") return;
+  // A slice of a bucket cuts through its tensors: nothing that needs whole tensors or
+  // inputs the size of the bucket can run on it.
+  ST_CHECK(!sparsifier_uses_sq_grads(c.sparsifier), hierarchy_label(), " ", c.hierarchy,
+           ": --sparsifier ", c.sparsifier,
+           " reads per-sample squared gradients of the whole bucket, which a rank's slice does "
+           "not have; use it flat (--hierarchy off)");
+  auto scope = c.sparsifier_params.find("scope");
+  ST_CHECK(scope == c.sparsifier_params.end() || scope->second != "tensor", hierarchy_label(), " ",
+           c.hierarchy, ": --sp scope=tensor selects per tensor, but a rank's slice of a bucket "
+           "cuts through tensors; use scope=bucket or --hierarchy off");
+}
+
+ExchangeSetup::ExchangeSetup(const TrainConfig& c, Communicator& comm) : c_(c), comm_(comm) {
+  check_exchange_flags(c);
+  std::shared_ptr<BucketHook> hook = make_exchange_hook(c, sparsify_);
+  if (c.plan == "auto") {
+    planned_ = std::make_shared<PlannedHook>(std::make_shared<AllreduceHook>(), hook);
+    hook = planned_;
+  }
+  const int per_node = parse_hierarchy(c.hierarchy);
+  if (per_node >= 0) {
+    hierarchy_ =
+        std::make_shared<HierarchicalHook>(hook, comm, find_node_layout(comm, per_node));
+    hook = hierarchy_;
+  }
+  outer_ = hook;
+}
+
+std::vector<Bucket> ExchangeSetup::sparsified(const std::vector<Bucket>& buckets) const {
+  return hierarchy_ ? hierarchy_->slices_of(buckets) : buckets;
+}
+
+namespace {
+// The median of timed exchanges of `hook` on a random bucket of n elements after two
+// untimed ones, the slowest rank's: every rank then holds the same figure.
+double time_exchange(BucketHook& hook, int id, int64_t n, Communicator& comm, Device device,
+                     int64_t first_iteration) {
+  constexpr int kWarmup = 2, kTimed = 5;
+  Rng rng(0x9e3779b97f4a7c15ull + static_cast<uint64_t>(comm.rank()));
+  std::vector<float> values(static_cast<size_t>(n));
+  for (float& v : values) v = 1e-3f * rng.normal();
+  const Tensor src = Tensor::from_vector(values, {n}).to(device);
+  Tensor g = Tensor::empty({n}, DType::F32, device);
+  Bucket bucket;
+  bucket.id = id;
+  bucket.numel = n;
+  std::vector<double> ms;
+  for (int i = 0; i < kWarmup + kTimed; ++i) {
+    g.copy_from(src);
+    synchronize_current_stream(device);
+    comm.barrier();
+    Timer t;
+    hook.exchange(bucket, g, comm, first_iteration + i);
+    if (i >= kWarmup) ms.push_back(t.ms());
+  }
+  std::sort(ms.begin(), ms.end());
+  return comm.allreduce_scalar(ms[ms.size() / 2], ReduceOp::Max);
+}
+
+LinearCost fit_exchange(BucketHook& hook, int64_t lo, int64_t hi, Communicator& comm, Device device,
+                        int64_t first_iteration) {
+  const double at_lo = time_exchange(hook, 0, lo, comm, device, first_iteration);
+  const double at_hi = time_exchange(hook, 1, hi, comm, device, first_iteration);
+  return LinearCost::through(lo, at_lo, hi, at_hi);
+}
+
+std::string describe_line(const char* what, const LinearCost& c) {
+  char line[160];
+  std::snprintf(line, sizeof line, "%s %.3f ms + %.3f ns/element", what, c.fixed_ms,
+                c.ms_per_element * 1e6);
+  return line;
+}
+}  // namespace
+
+void ExchangeSetup::make_plan(const std::vector<Bucket>& buckets,
+                              const std::map<std::string, std::string>* resumed, Device device,
+                              bool quiet) {
+  if (!planned_) return;
+  const bool leader = comm_.rank() == 0;
+  if (resumed && resumed->count(kPlanKey)) {
+    planned_->set_plan(decode_plan(resumed->at(kPlanKey), buckets.size(), c_.resume));
+    if (leader && !quiet)
+      std::fprintf(stderr, "plan: kept from %s: %s\n", c_.resume.c_str(),
+                   encode_plan(planned_->plan()).c_str());
+    return;
+  }
+  const std::vector<Bucket> slices = sparsified(buckets);
+  int64_t hi = 16, lo = 0;
+  for (const Bucket& b : slices) hi = std::max(hi, b.numel);
+  lo = hi;
+  for (const Bucket& b : slices) lo = std::min(lo, b.numel);
+  if (2 * lo > hi) lo = std::max<int64_t>(hi / 8, 1);
+  // Across the slow link: the cross-node groups under two levels, else every rank.
+  Communicator* group =
+      hierarchy_ && hierarchy_->two_level() ? hierarchy_->cross_group() : &comm_;
+  AllreduceHook dense;
+  std::shared_ptr<SparsifyHook> probe;
+  make_exchange_hook(c_, probe);
+  const int64_t first = c_.dense_warmup_iters;  // past the warm-up: the method selects
+  PlanModel model;
+  model.dense = fit_exchange(dense, lo, hi, *group, device, first);
+  model.compressed = fit_exchange(*probe, lo, hi, *group, device, first);
+  std::vector<PlanRow> rows = choose_plan(model, slices);
+  // Decided on rank 0 (every rank holds the same figures; the broadcast makes it certain).
+  Tensor choice = Tensor::zeros({static_cast<int64_t>(rows.size())}, DType::I32);
+  for (size_t i = 0; i < rows.size(); ++i)
+    choice.data<int32_t>()[i] = rows[i].choice == BucketChoice::Compressed;
+  comm_.broadcast(choice, 0);
+  std::vector<BucketChoice> choices;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].choice = choice.data<int32_t>()[i] ? BucketChoice::Compressed : BucketChoice::Dense;
+    choices.push_back(rows[i].choice);
+  }
+  planned_->set_plan(choices);
+  std::string inside;
+  if (hierarchy_ && hierarchy_->two_level()) {
+    const LinearCost node = fit_exchange(dense, lo, hi, *hierarchy_->node_group(), device, first);
+    inside = "; inside a node " + describe_line("allreduce", node);
+  }
+  if (!leader || quiet) return;
+  std::fprintf(stderr, "plan: over %d ranks %s; %s%s\n%s", group->size(),
+               describe_line("allreduce", model.dense).c_str(),
+               describe_line(c_.sparsifier.c_str(), model.compressed).c_str(), inside.c_str(),
+               describe_plan(rows).c_str());
+}
+
+void ExchangeSetup::add_metadata(std::map<std::string, std::string>& meta) const {
+  if (hierarchy_) meta[kLayoutKey] = hierarchy_->layout().describe();
+  if (planned_ && !planned_->plan().empty()) meta[kPlanKey] = encode_plan(planned_->plan());
+}
+
+void ExchangeSetup::check_resume(const std::map<std::string, std::string>& saved,
+                                 const std::string& path) const {
+  auto it = saved.find(kLayoutKey);
+  const std::string now = hierarchy_ ? hierarchy_->layout().describe() : "";
+  if (it == saved.end() || now.empty()) return;  // the --hierarchy flag check covers the rest
+  ST_CHECK(it->second == now, path, ": its two-level exchange ran on ", it->second,
+           " and each rank's residuals belong to its slice there; this run has ", now,
+           ": resume on the same layout");
+}
+
+}  // namespace st

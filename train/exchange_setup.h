@@ -1,0 +1,59 @@
+// The run's bucket exchange as --sparsifier, --hierarchy and --plan make it: a stack of
+// bucket hooks, outermost first,
+//   HierarchicalHook (--hierarchy: dense inside a node, the rest across nodes)
+//     PlannedHook    (--plan auto: per bucket, dense allreduce or the sparsifier)
+//       SparsifyHook (--sparsifier) / AllreduceHook (none)
+// and what config.json and checkpoints record of it: the node layout the error-feedback
+// residuals belong to, and the plan, which a resume keeps instead of probing again.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/hierarchical_hook.h"
+#include "comm/planned_hook.h"
+#include "sparsify/sparsify_hook.h"
+#include "train/config.h"
+
+namespace st {
+
+// --hierarchy as a number of ranks per node: 0 for "node" (by host name), -1 for "off";
+// anything else is a one-line error naming the flag.
+int parse_hierarchy(const std::string& value);
+// The start-up refusals of --hierarchy and --plan (methods that cannot run on a slice,
+// --plan without a sparsifier); check_config calls it.
+void check_exchange_flags(const TrainConfig& c);
+
+class ExchangeSetup {
+ public:
+  // Collective: --hierarchy splits `comm` into node and cross-node groups.
+  ExchangeSetup(const TrainConfig& c, Communicator& comm);
+
+  std::shared_ptr<BucketHook> hook() const { return outer_; }
+  // The sparsifier's hook (statistics, residuals, checkpoints); null for a dense run.
+  SparsifyHook* sparsify() const { return sparsify_.get(); }
+  // The buckets the sparsifier sees on this rank: the reducer's, or their slices under
+  // two levels (the residuals' sizes).
+  std::vector<Bucket> sparsified(const std::vector<Bucket>& buckets) const;
+  // --plan auto: the plan saved in `resumed` (a checkpoint's metadata), else a probe of
+  // the links and the method (collective), decided on rank 0 and broadcast; rank 0 prints
+  // the table unless `quiet`. Nothing for --plan off.
+  void make_plan(const std::vector<Bucket>& buckets, const std::map<std::string, std::string>* resumed,
+                 Device device, bool quiet);
+  // hierarchy_layout and exchange_plan for config.json and checkpoints.
+  void add_metadata(std::map<std::string, std::string>& meta) const;
+  // A checkpoint's residuals belong to its node layout: another layout is refused.
+  void check_resume(const std::map<std::string, std::string>& saved, const std::string& path) const;
+
+ private:
+  const TrainConfig& c_;
+  Communicator& comm_;
+  std::shared_ptr<SparsifyHook> sparsify_;
+  std::shared_ptr<PlannedHook> planned_;
+  std::shared_ptr<HierarchicalHook> hierarchy_;
+  std::shared_ptr<BucketHook> outer_;
+};
+
+}  // namespace st

@@ -20,7 +20,8 @@ Communicator& world() {
   return *comm;
 }
 
-TrainConfig config(const std::string& out, const std::string& method) {
+TrainConfig config(const std::string& out, const std::string& method,
+                   const std::string& hierarchy) {
   TrainConfig c;
   c.arch = "small_cnn";
   c.dataset = "synthetic";
@@ -38,14 +39,13 @@ TrainConfig config(const std::string& out, const std::string& method) {
   c.first_bucket_mb = 0.002;
   c.bucket_cap_mb = 0.01;
   if (method == "dgc") c.sparsifier_params["momentum"] = "0.9";
+  c.hierarchy = hierarchy;
   return c;
 }
 
-class MultiRankResume : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(MultiRankResume, ReproducesTheUninterruptedRun) {
+// An interrupted and resumed run logs the uninterrupted run's losses bit for bit.
+void expect_exact_resume(const std::string& method, const std::string& hierarchy) {
   Communicator& comm = world();
-  const std::string method = GetParam();
   const std::string base = (std::filesystem::temp_directory_path() /
                             ("st_resume_np" + std::to_string(comm.size()) + "_" + method))
                                .string();
@@ -55,13 +55,13 @@ TEST_P(MultiRankResume, ReproducesTheUninterruptedRun) {
     std::filesystem::remove_all(b);
   }
   comm.allreduce_scalar(0.0);  // barrier
-  train(config(a, method), comm);
+  train(config(a, method, hierarchy), comm);
   // Stop one step past the middle of the run (mid-epoch 2), then resume.
   const int64_t total = 2 * 256 / (16 * comm.size());
-  TrainConfig first = config(b, method);
+  TrainConfig first = config(b, method, hierarchy);
   first.max_iters = total / 2 + 1;
   train(first, comm);
-  TrainConfig second = config(b, method);
+  TrainConfig second = config(b, method, hierarchy);
   second.resume = b + "/checkpoint.safetensors";
   train(second, comm);
   if (comm.rank() == 0) {
@@ -72,6 +72,15 @@ TEST_P(MultiRankResume, ReproducesTheUninterruptedRun) {
     std::filesystem::remove_all(a);
     std::filesystem::remove_all(b);
   }
+}
+
+class MultiRankResume : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MultiRankResume, ReproducesTheUninterruptedRun) { expect_exact_resume(GetParam(), "off"); }
+
+// Two levels (2 nodes x 2 ranks on 4 ranks): each rank's residuals are its slice's.
+TEST(TwoLevelResume, ReproducesTheUninterruptedRun) {
+  expect_exact_resume("micro", world().size() >= 4 ? "2" : "1");
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, MultiRankResume, ::testing::Values("micro", "exdyna", "dgc"));

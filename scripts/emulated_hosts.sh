@@ -4,7 +4,12 @@
 # launched process tree), so mpirun starts ranks "remotely" exactly as on real nodes, with
 # this script as its remote launch agent instead of ssh. mpirun itself runs inside the
 # first host. The namespaces are removed afterwards, also on failure or Ctrl-C.
-#   scripts/emulated_hosts.sh N -- mpirun-arguments...
+#   scripts/emulated_hosts.sh [--rate RATE] [--bytes FILE] N -- mpirun-arguments...
+# --rate limits each host's link to the switch in both directions (tc tbf, units as
+# netns_run.sh: 100mbit, 1gbit); inside a host, ranks talk through shared memory, so only
+# traffic between hosts is limited. --bytes writes, after the run, the bytes each host
+# sent to the others ("st-host<i> <bytes>", from its link's counters: everything that
+# crossed the slow link, MPI's start-up included).
 # runs: mpirun --hostfile <N hosts, slots=64> --mca plm_rsh_agent <this script> \
 #         --mca oob_tcp_if_include / btl_tcp_if_include <the emulated subnet> arguments...
 # Host i (1-based) is called st-host<i> and has address 10.211.0.<i>. Needs root.
@@ -24,8 +29,18 @@ if [[ ${1:-} == --agent ]]; then
   exec ip netns exec "$ns" unshare --uts sh -c "hostname st-host$i && $*"
 fi
 
+rate="" bytes_file=""
+while [[ ${1:-} == --rate || ${1:-} == --bytes ]]; do
+  [[ $# -ge 2 ]] || { echo "emulated_hosts: $1 needs a value" >&2; exit 2; }
+  [[ $1 == --rate ]] && rate=$2 || bytes_file=$2
+  shift 2
+done
+if [[ -n $rate && ! $rate =~ ^[0-9]+(\.[0-9]+)?(kbit|mbit|gbit)$ ]]; then
+  echo "emulated_hosts: --rate must look like 100mbit or 1gbit, got $rate" >&2
+  exit 2
+fi
 if [[ $# -lt 2 || $2 != "--" ]]; then
-  echo "usage: $0 N -- mpirun-arguments..." >&2
+  echo "usage: $0 [--rate RATE] [--bytes FILE] N -- mpirun-arguments..." >&2
   exit 2
 fi
 n=$1
@@ -59,7 +74,24 @@ for ((i = 1; i <= n; i++)); do
   ip -n "$ns" link set lo up
   ip -n "$ns" link set eth0 up
   echo "$subnet.$i slots=64" >>"$tmp/hostfile"
+  if [[ -n $rate ]]; then
+    # A token bucket each way (out of the host on its eth0, into it on the switch side)
+    # whose queue holds a second of traffic, so bursts wait instead of being dropped.
+    ip -n "$ns" link set eth0 txqueuelen 10000
+    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 131072 latency 1s
+    tc qdisc add dev "${run}h$i" root tbf rate "$rate" burst 131072 latency 1s
+  fi
 done
+sent_bytes() {
+  [[ -n $bytes_file ]] || return 0
+  : >"$bytes_file"
+  for ((i = 1; i <= n; i++)); do
+    echo "st-host$i $(ip netns exec "${run}_$i" cat /sys/class/net/eth0/statistics/tx_bytes)" >>"$bytes_file"
+  done
+}
+status=0
 ip netns exec "${run}_1" unshare --uts sh -c 'hostname st-host1 && exec "$@"' sh \
   mpirun --allow-run-as-root --hostfile "$tmp/hostfile" --mca plm_rsh_agent "$self --agent $run" \
-  --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" "$@"
+  --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" "$@" || status=$?
+sent_bytes
+exit $status

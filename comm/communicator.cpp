@@ -148,8 +148,8 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
   const Device d = parse_device(spec, host->placement());
   const std::string resolved = resolve_backend(backend, launched, d);
   if (resolved == "mpi") return host;
-  SplitCommunicator::DeviceFactory on_device_of = [emu = resolved == "emu", index = d.index](
-                                                      MpiCommunicator& bootstrap) {
+  SplitCommunicator::DeviceFactory on_device_of = [emu = resolved == "emu",
+                                                   index = d.index](MpiCommunicator& bootstrap) {
     return emu ? make_emu_communicator(bootstrap, index) : make_nccl_communicator(bootstrap, index);
   };
   auto on_device = on_device_of(*host);

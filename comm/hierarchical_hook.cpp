@@ -39,8 +39,8 @@ NodeLayout find_node_layout(Communicator& world, int ranks_per_node) {
   const int p = world.size();
   ST_CHECK(ranks_per_node >= 0 && ranks_per_node <= p, "--hierarchy ", ranks_per_node,
            ": a node cannot hold more than the run's ", p, " ranks");
-  ST_CHECK(ranks_per_node == 0 || p % ranks_per_node == 0, "--hierarchy ", ranks_per_node,
-           ": the ", p, " ranks do not fill nodes of ", ranks_per_node, " ranks");
+  ST_CHECK(ranks_per_node == 0 || p % ranks_per_node == 0, "--hierarchy ", ranks_per_node, ": the ",
+           p, " ranks do not fill nodes of ", ranks_per_node, " ranks");
   const std::vector<int64_t> keys = node_keys(world, ranks_per_node);
   // Nodes numbered in the order of their first rank; sizes counted.
   std::vector<int64_t> seen;
@@ -60,7 +60,8 @@ NodeLayout find_node_layout(Communicator& world, int ranks_per_node) {
     ++sizes[node];
   }
   for (size_t node = 1; node < sizes.size(); ++node)
-    ST_CHECK(sizes[node] == sizes[0], "--hierarchy: every node needs the same number of ranks, but ",
+    ST_CHECK(sizes[node] == sizes[0],
+             "--hierarchy: every node needs the same number of ranks, but ",
              "node 0 (rank 0's) has ", sizes[0], " and node ", node, " has ", sizes[node]);
   layout.nodes = static_cast<int>(sizes.size());
   layout.local_size = sizes[0];
@@ -69,7 +70,8 @@ NodeLayout find_node_layout(Communicator& world, int ranks_per_node) {
 
 std::vector<int64_t> slice_counts(int64_t n, int parts) {
   std::vector<int64_t> counts(static_cast<size_t>(parts));
-  for (int l = 0; l < parts; ++l) counts[static_cast<size_t>(l)] = n * (l + 1) / parts - n * l / parts;
+  for (int l = 0; l < parts; ++l)
+    counts[static_cast<size_t>(l)] = n * (l + 1) / parts - n * l / parts;
   return counts;
 }
 
@@ -77,8 +79,8 @@ HierarchicalHook::HierarchicalHook(std::shared_ptr<BucketHook> inner, Communicat
                                    NodeLayout layout)
     : inner_(std::move(inner)), layout_(layout), world_size_(world.size()) {
   ST_CHECK(inner_ != nullptr, "HierarchicalHook: no hook to wrap");
-  ST_CHECK(layout_.nodes * layout_.local_size == world_size_, "--hierarchy: ",
-           layout_.describe(), " do not make the run's ", world_size_, " ranks");
+  ST_CHECK(layout_.nodes * layout_.local_size == world_size_, "--hierarchy: ", layout_.describe(),
+           " do not make the run's ", world_size_, " ranks");
   if (!two_level()) return;
   node_ = world.split(layout_.node, layout_.local_rank);
   cross_ = world.split(layout_.local_rank, layout_.node);

@@ -144,8 +144,8 @@ void MpiCommunicator::reduce_scatter(const Tensor& in, Tensor& out,
     total += counts[r];
   }
   ST_CHECK(total == in.numel() && out.numel() == counts[rank_] && out.dtype() == in.dtype(),
-           "MPI reduce_scatter: input ", in.str(), " and output ", out.str(), " do not fit ",
-           total, " elements split as counts (rank ", rank_, ": ", counts[rank_], ")");
+           "MPI reduce_scatter: input ", in.str(), " and output ", out.str(), " do not fit ", total,
+           " elements split as counts (rank ", rank_, ": ", counts[rank_], ")");
   if (total == 0) return;
   // The counts array must outlive the request: it does (this frame).
   MPI_Request req = MPI_REQUEST_NULL;

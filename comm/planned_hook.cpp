@@ -23,7 +23,8 @@ std::vector<PlanRow> choose_plan(const PlanModel& model, const std::vector<Bucke
     r.elements = b.numel;
     r.dense_ms = model.dense.at(b.numel);
     r.compressed_ms = model.compressed.at(b.numel);
-    r.choice = r.compressed_ms < r.dense_ms ? BucketChoice::Compressed : BucketChoice::Dense;
+    r.choice = r.compressed_ms < kCompressMargin * r.dense_ms ? BucketChoice::Compressed
+                                                              : BucketChoice::Dense;
     rows.push_back(r);
   }
   return rows;
@@ -66,7 +67,8 @@ std::vector<BucketChoice> decode_plan(const std::string& text, size_t buckets,
     out.push_back(item == "dense" ? BucketChoice::Dense : BucketChoice::Compressed);
   }
   ST_CHECK(out.size() == buckets, what, ": the exchange plan has ", out.size(),
-           " buckets, this run has ", buckets, " (resume with the bucket sizes of the run that "
+           " buckets, this run has ", buckets,
+           " (resume with the bucket sizes of the run that "
            "wrote it)");
   return out;
 }

@@ -6,7 +6,9 @@
 // bucket's element count n, fitted at start by a probe on this run's links and method:
 //   dense(n)      = alpha_d + beta_d n   (the allreduce: link latency and bandwidth)
 //   compressed(n) = alpha_c + beta_c n   (selection per element + the sparse messages)
-// so the choice flips once, at n* = (alpha_c - alpha_d) / (beta_d - beta_c).
+// and a bucket goes compressed when compressed(n) < kCompressMargin dense(n): compression
+// delays part of the gradient (the residual), so it must pay clearly. The choice flips
+// once, at n* = (alpha_c - m alpha_d) / (m beta_d - beta_c) with m = kCompressMargin.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,8 @@
 namespace st {
 
 enum class BucketChoice { Dense, Compressed };
+
+inline constexpr double kCompressMargin = 0.95;
 
 // ms = fixed_ms + ms_per_element * n
 struct LinearCost {
@@ -40,7 +44,7 @@ struct PlanRow {
   BucketChoice choice = BucketChoice::Dense;
 };
 
-// Compressed where the model predicts it strictly faster.
+// Compressed where the model predicts it faster by the margin.
 std::vector<PlanRow> choose_plan(const PlanModel& model, const std::vector<Bucket>& buckets);
 // The plan as a table: bucket, elements, predicted dense ms, predicted compressed ms, choice.
 std::string describe_plan(const std::vector<PlanRow>& rows);

@@ -71,12 +71,12 @@ struct TrainConfig {
   std::string comm = "auto";    // auto | mpi | nccl | local
   double bucket_cap_mb = 25.0;  // a huge value gives one whole-model bucket
   double first_bucket_mb = 1.0;
-  bool overlap = true;           // false: exchange everything after backward (baseline)
-  bool sync_bn = false;          // BatchNorm batch statistics over all ranks (else per rank)
+  bool overlap = true;   // false: exchange everything after backward (baseline)
+  bool sync_bn = false;  // BatchNorm batch statistics over all ranks (else per rank)
   // Two-level exchange (comm/hierarchical_hook.h): "off", "node" (nodes by host name) or a
   // number of consecutive ranks that form a node.
   std::string hierarchy = "off";
-  std::string plan = "off";  // "auto": dense or compressed per bucket (train/exchange_plan.h)
+  std::string plan = "off";      // "auto": dense or compressed per bucket (train/exchange_plan.h)
   bool print_buckets = false;    // print the gradient bucket plan at start
   bool print_placement = false;  // every rank prints its host and node-local rank at start
   std::string trace;             // Chrome-trace JSON path ("" = off)

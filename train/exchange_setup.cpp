@@ -18,7 +18,9 @@ namespace {
 const char* kLayoutKey = "hierarchy_layout";
 const char* kPlanKey = "exchange_plan";
 
-std::string hierarchy_label() { return flag_label(flag_of(&TrainConfig::hierarchy)); }
+std::string hierarchy_label() {
+  return flag_label(flag_of(&TrainConfig::hierarchy));
+}
 }  // namespace
 
 int parse_hierarchy(const std::string& value) {
@@ -45,7 +47,8 @@ void check_exchange_flags(const TrainConfig& c) {
            "not have; use it flat (--hierarchy off)");
   auto scope = c.sparsifier_params.find("scope");
   ST_CHECK(scope == c.sparsifier_params.end() || scope->second != "tensor", hierarchy_label(), " ",
-           c.hierarchy, ": --sp scope=tensor selects per tensor, but a rank's slice of a bucket "
+           c.hierarchy,
+           ": --sp scope=tensor selects per tensor, but a rank's slice of a bucket "
            "cuts through tensors; use scope=bucket or --hierarchy off");
 }
 
@@ -58,8 +61,7 @@ ExchangeSetup::ExchangeSetup(const TrainConfig& c, Communicator& comm) : c_(c), 
   }
   const int per_node = parse_hierarchy(c.hierarchy);
   if (per_node >= 0) {
-    hierarchy_ =
-        std::make_shared<HierarchicalHook>(hook, comm, find_node_layout(comm, per_node));
+    hierarchy_ = std::make_shared<HierarchicalHook>(hook, comm, find_node_layout(comm, per_node));
     hook = hierarchy_;
   }
   outer_ = hook;
@@ -70,11 +72,12 @@ std::vector<Bucket> ExchangeSetup::sparsified(const std::vector<Bucket>& buckets
 }
 
 namespace {
-// The median of timed exchanges of `hook` on a random bucket of n elements after two
-// untimed ones, the slowest rank's: every rank then holds the same figure.
+// The fastest of timed exchanges of `hook` on a random bucket of n elements after two
+// untimed ones (the minimum: what the link and the method can do, least disturbed by
+// other processes on the machine), the slowest rank's: every rank then holds the same.
 double time_exchange(BucketHook& hook, int id, int64_t n, Communicator& comm, Device device,
                      int64_t first_iteration) {
-  constexpr int kWarmup = 2, kTimed = 5;
+  constexpr int kWarmup = 2, kTimed = 7;
   Rng rng(0x9e3779b97f4a7c15ull + static_cast<uint64_t>(comm.rank()));
   std::vector<float> values(static_cast<size_t>(n));
   for (float& v : values) v = 1e-3f * rng.normal();
@@ -92,15 +95,28 @@ double time_exchange(BucketHook& hook, int id, int64_t n, Communicator& comm, De
     hook.exchange(bucket, g, comm, first_iteration + i);
     if (i >= kWarmup) ms.push_back(t.ms());
   }
-  std::sort(ms.begin(), ms.end());
-  return comm.allreduce_scalar(ms[ms.size() / 2], ReduceOp::Max);
+  return comm.allreduce_scalar(*std::min_element(ms.begin(), ms.end()), ReduceOp::Max);
 }
 
 LinearCost fit_exchange(BucketHook& hook, int64_t lo, int64_t hi, Communicator& comm, Device device,
                         int64_t first_iteration) {
   const double at_lo = time_exchange(hook, 0, lo, comm, device, first_iteration);
   const double at_hi = time_exchange(hook, 1, hi, comm, device, first_iteration);
-  return LinearCost::through(lo, at_lo, hi, at_hi);
+  // Noise can tilt a line through two points below zero; a cost never falls with size.
+  LinearCost line = LinearCost::through(lo, at_lo, hi, at_hi);
+  if (line.ms_per_element < 0) line = {std::max(at_lo, at_hi), 0.0};
+  if (line.fixed_ms < 0) line = {0.0, at_hi / static_cast<double>(hi)};
+  return line;
+}
+
+// The method's own cost per element in the probe's larger bucket: error feedback and
+// selection, the part of compressed(n) that is not the link's.
+double selection_ns_per_element(SparsifyHook& probe, int64_t n, Communicator& comm) {
+  std::vector<double> ns;
+  for (const SparsifyStats& s : probe.take_stats())
+    if (s.n == n) ns.push_back((s.ef_ms + s.select_ms) * 1e6 / static_cast<double>(n));
+  std::sort(ns.begin(), ns.end());
+  return comm.allreduce_scalar(ns.empty() ? 0.0 : ns[ns.size() / 2], ReduceOp::Max);
 }
 
 std::string describe_line(const char* what, const LinearCost& c) {
@@ -130,8 +146,7 @@ void ExchangeSetup::make_plan(const std::vector<Bucket>& buckets,
   for (const Bucket& b : slices) lo = std::min(lo, b.numel);
   if (2 * lo > hi) lo = std::max<int64_t>(hi / 8, 1);
   // Across the slow link: the cross-node groups under two levels, else every rank.
-  Communicator* group =
-      hierarchy_ && hierarchy_->two_level() ? hierarchy_->cross_group() : &comm_;
+  Communicator* group = hierarchy_ && hierarchy_->two_level() ? hierarchy_->cross_group() : &comm_;
   AllreduceHook dense;
   std::shared_ptr<SparsifyHook> probe;
   make_exchange_hook(c_, probe);
@@ -139,6 +154,7 @@ void ExchangeSetup::make_plan(const std::vector<Bucket>& buckets,
   PlanModel model;
   model.dense = fit_exchange(dense, lo, hi, *group, device, first);
   model.compressed = fit_exchange(*probe, lo, hi, *group, device, first);
+  const double select_ns = selection_ns_per_element(*probe, hi, *group);
   std::vector<PlanRow> rows = choose_plan(model, slices);
   // Decided on rank 0 (every rank holds the same figures; the broadcast makes it certain).
   Tensor choice = Tensor::zeros({static_cast<int64_t>(rows.size())}, DType::I32);
@@ -157,10 +173,10 @@ void ExchangeSetup::make_plan(const std::vector<Bucket>& buckets,
     inside = "; inside a node " + describe_line("allreduce", node);
   }
   if (!leader || quiet) return;
-  std::fprintf(stderr, "plan: over %d ranks %s; %s%s\n%s", group->size(),
-               describe_line("allreduce", model.dense).c_str(),
-               describe_line(c_.sparsifier.c_str(), model.compressed).c_str(), inside.c_str(),
-               describe_plan(rows).c_str());
+  std::fprintf(stderr, "plan: over %d ranks %s; %s (selection %.3f ns/element)%s\n%s",
+               group->size(), describe_line("allreduce", model.dense).c_str(),
+               describe_line(c_.sparsifier.c_str(), model.compressed).c_str(), select_ns,
+               inside.c_str(), describe_plan(rows).c_str());
 }
 
 void ExchangeSetup::add_metadata(std::map<std::string, std::string>& meta) const {

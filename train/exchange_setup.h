@@ -40,8 +40,8 @@ class ExchangeSetup {
   // --plan auto: the plan saved in `resumed` (a checkpoint's metadata), else a probe of
   // the links and the method (collective), decided on rank 0 and broadcast; rank 0 prints
   // the table unless `quiet`. Nothing for --plan off.
-  void make_plan(const std::vector<Bucket>& buckets, const std::map<std::string, std::string>* resumed,
-                 Device device, bool quiet);
+  void make_plan(const std::vector<Bucket>& buckets,
+                 const std::map<std::string, std::string>* resumed, Device device, bool quiet);
   // hierarchy_layout and exchange_plan for config.json and checkpoints.
   void add_metadata(std::map<std::string, std::string>& meta) const;
   // A checkpoint's residuals belong to its node layout: another layout is refused.

@@ -253,9 +253,10 @@ TEST(Plan, ChoiceFlipsWhereTheModelSays) {
   PlanModel model;
   model.dense = {alpha_ms, 4 * ms_per_byte};
   model.compressed = {0.45, 1e-6 * 8};  // 8 ns/element: selection and 1% of the bytes
-  const double flip = (model.compressed.fixed_ms - model.dense.fixed_ms) /
-                      (model.dense.ms_per_element - model.compressed.ms_per_element);
-  const int64_t at = static_cast<int64_t>(flip);  // 12500
+  const double m = kCompressMargin;
+  const double flip = (model.compressed.fixed_ms - m * model.dense.fixed_ms) /
+                      (m * model.dense.ms_per_element - model.compressed.ms_per_element);
+  const int64_t at = static_cast<int64_t>(flip);  // 13250
   const auto rows = choose_plan(model, {bucket_of(0, at - 100), bucket_of(1, at + 100),
                                         bucket_of(2, 10), bucket_of(3, 10 * at)});
   ASSERT_EQ(rows.size(), 4u);

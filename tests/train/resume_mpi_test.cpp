@@ -76,7 +76,9 @@ void expect_exact_resume(const std::string& method, const std::string& hierarchy
 
 class MultiRankResume : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(MultiRankResume, ReproducesTheUninterruptedRun) { expect_exact_resume(GetParam(), "off"); }
+TEST_P(MultiRankResume, ReproducesTheUninterruptedRun) {
+  expect_exact_resume(GetParam(), "off");
+}
 
 // Two levels (2 nodes x 2 ranks on 4 ranks): each rank's residuals are its slice's.
 TEST(TwoLevelResume, ReproducesTheUninterruptedRun) {

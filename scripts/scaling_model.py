@@ -209,6 +209,88 @@ def exchange_time(sparsifier, P, n, stats, alpha, beta, topology="switched"):
     raise ValueError(f"{sparsifier}: no cost formula for exchange pattern '{pat}'")
 
 
+def two_level_exchange_time(sparsifier, nodes, per_node, n, d, inter, intra):
+    """Seconds of communication per iteration of the two-level exchange (--hierarchy,
+    docs/ALGORITHMS.md) on `nodes` nodes of `per_node` ranks, for a model of n parameters at
+    density d. inter, intra: (alpha s, beta s/byte) of the link between nodes and inside a
+    node. Inside a node: a ring reduce-scatter and a ring allgather of the bucket (each
+    (L-1) alpha + (L-1)/L 4n beta). Across nodes: the method's flat exchange among the
+    `nodes` ranks of one local rank, on a slice of n / L elements; the node's L groups run
+    at once through the node's one network link, so their bytes share it (beta L)."""
+    L = per_node
+    a_i, b_i = intra
+    a_x, b_x = inter
+    inside = 2 * ((L - 1) * a_i + (L - 1) / L * 4.0 * n * b_i) if L > 1 else 0.0
+    slice_n = n / L
+    stats = {} if sparsifier == "none" else ideal_stats(sparsifier, nodes, slice_n, d)
+    return inside + exchange_time(sparsifier, nodes, slice_n, stats, a_x, b_x * L)
+
+
+def flat_exchange_time(sparsifier, P, n, d, inter):
+    """The flat exchange over P ranks with every message crossing the network (ring
+    collectives pass each message over every link, so a node's link carries what one
+    rank's would: the switched model)."""
+    stats = {} if sparsifier == "none" else ideal_stats(sparsifier, P, n, d)
+    return exchange_time(sparsifier, P, n, stats, inter[0], inter[1])
+
+
+def project_two_level(methods, models, per_node, nodes_list, d, links, intra):
+    """Rows of flat vs two-level communication ms at nodes x per_node ranks."""
+    rows = []
+    for model in models:
+        n = PARAMS[model]
+        for link, inter in links.items():
+            for sp in methods:
+                for N in nodes_list:
+                    P = N * per_node
+                    # One node's flat exchange stays on the fast link inside it.
+                    flat_link = intra if N == 1 else inter
+                    rows.append({"model": model, "link": link, "sparsifier": sp, "nodes": N,
+                                 "per_node": per_node, "P": P,
+                                 "flat_ms": 1e3 * flat_exchange_time(sp, P, n, d, flat_link),
+                                 "two_level_ms": 1e3 * two_level_exchange_time(
+                                     sp, N, per_node, n, d, inter, intra)})
+    return rows
+
+
+def two_level_main(a):
+    """--two-level L: the projection table of flat vs two-level communication."""
+    links = {}
+    for spec in a.link:
+        try:
+            name, alpha_us, mbit = spec.split(":")
+            links[name] = (float(alpha_us) * 1e-6, 8.0 / (float(mbit) * 1e6))
+        except ValueError:
+            raise ValueError(f"--link '{spec}' is not NAME:ALPHA_US:MBIT (e.g. 10gbit:5:10000)")
+    try:
+        alpha_us, gbyte = a.intra.split(":")
+        intra = (float(alpha_us) * 1e-6, 1.0 / (float(gbyte) * 1e9))
+    except ValueError:
+        raise ValueError(f"--intra '{a.intra}' is not ALPHA_US:GBYTE_PER_S (e.g. 5:50)")
+    nodes = [int(x) for x in a.nodes.split(",")]
+    methods = a.methods.split(",")
+    rows = project_two_level(methods, ["resnet50", "lstm"], a.two_level, nodes, a.density, links, intra)
+    lines = [f"## Two-level projection: {a.two_level} ranks per node, communication ms per iteration",
+             "", f"Inside a node: alpha {float(alpha_us):g} us, {float(gbyte):g} GB/s; density "
+             f"{a.density:g}; flat / two-level.", ""]
+    for model in ("resnet50", "lstm"):
+        for link in links:
+            lines += [f"### {model}, {link} between nodes", "",
+                      "| method | " + " | ".join(f"{N}x{a.two_level}" for N in nodes) + " |",
+                      "|---|" + "---|" * len(nodes)]
+            for sp in methods:
+                cells = [r for r in rows if (r["model"], r["link"], r["sparsifier"]) == (model, link, sp)]
+                name = "dense allreduce" if sp == "none" else sp
+                lines.append(f"| {name} | " + " | ".join(
+                    f"{r['flat_ms']:.1f} / {r['two_level_ms']:.1f}" for r in cells) + " |")
+            lines.append("")
+    print("\n".join(lines))
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "two_level.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+
+
 def stats_from_row(r, n):
     """Per-iteration exchange sizes of a measured run (summary.json row)."""
     if r["sparsifier"] == "none":
@@ -317,15 +399,30 @@ def predict_measured(row, fit, n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--comm", nargs="+", required=True, help="comm_bench JSON-line files")
-    ap.add_argument("--summary", required=True, help="summary.json of scripts/reproduce.sh")
+    ap.add_argument("--comm", nargs="+", help="comm_bench JSON-line files")
+    ap.add_argument("--summary", help="summary.json of scripts/reproduce.sh")
     ap.add_argument("--sparsifiers-json", required=True,
                     help="`sparsetrain sparsifiers --json` output (reproduce.sh saves it as "
                          "sparsifiers.json in its output folder)")
-    ap.add_argument("--out", required=True, help="folder for scaling.md / scaling.json / figures")
+    ap.add_argument("--out", help="folder for scaling.md / scaling.json / figures")
     ap.add_argument("--workers", default="8,16,32,64,128,256")
+    two = ap.add_argument_group("two-level projection (--two-level L; needs no --comm/--summary)")
+    two.add_argument("--two-level", type=int, metavar="L", help="ranks per node")
+    two.add_argument("--nodes", default="1,2,4,8,16,32", help="node counts")
+    two.add_argument("--link", action="append", default=[], metavar="NAME:ALPHA_US:MBIT",
+                     help="a link between nodes (repeatable), e.g. 10gbit:5:10000")
+    two.add_argument("--intra", default="5:50", metavar="ALPHA_US:GBYTE_PER_S",
+                     help="the link inside a node (default NVLink/PCIe class, 5 us, 50 GB/s)")
+    two.add_argument("--methods", default="none,topk,micro", help="sparsifiers to project")
+    two.add_argument("--density", type=float, default=0.01)
     a = ap.parse_args()
     load_sparsifiers(a.sparsifiers_json)
+    if a.two_level:
+        if not a.link:
+            raise ValueError("--two-level needs at least one --link NAME:ALPHA_US:MBIT")
+        return two_level_main(a)
+    if not (a.comm and a.summary and a.out):
+        raise ValueError("--comm, --summary and --out are needed (or --two-level)")
     recs = load_comm(a.comm)
     fits = {}
     for link in sorted({r["link"] for r in recs}):

@@ -139,5 +139,17 @@ try:
 except ValueError as e:
     close("unknown method is an error naming it", float("'nosuch'" in str(e)), 1.0)
 
+# Two levels: one rank per node is the flat exchange over the nodes; one node pays only the
+# reduce-scatter and allgather inside it; dense traffic between nodes falls by L (the ring
+# carries the node's slices, 4n/L each for L groups sharing the link, against 4n flat).
+inter, intra = (1e-5, 8e-8), (5e-6, 2e-11)
+n = 1_000_000
+close("two-level, one rank per node = flat", sm.two_level_exchange_time("topk", 4, 1, n, 0.01, inter, intra),
+      sm.flat_exchange_time("topk", 4, n, 0.01, inter), rel=1e-12)
+close("two-level, one node = inside only", sm.two_level_exchange_time("none", 1, 4, n, 0.01, inter, intra),
+      2 * (3 * 5e-6 + 3 / 4 * 4 * n * 2e-11), rel=1e-12)
+rows = sm.project_two_level(["topk"], ["lstm"], 8, [4], 0.01, {"x": inter}, intra)
+close("topk two-level below flat at 4x8", float(rows[0]["two_level_ms"] < rows[0]["flat_ms"]), 1.0)
+
 print(f"{len(failures)} failure(s)" + (": " + ", ".join(failures) if failures else ""))
 sys.exit(1 if failures else 0)

@@ -5,8 +5,8 @@
 # kernels under a GPU's rules (device memory the host may not read, asynchronous streams
 # ordered only by events, a collective that refuses host tensors). Covered: ResNet-20 with
 # every method `sparsetrain sparsifiers` lists (after a dense warm-up), dense and MiCRO on
-# 4 ranks, the LSTM language model, the 16-bit dense exchange, bf16 and fp16 training,
-# accumulation, SyncBN, error feedback turned off, a mid-epoch resume on emu against the uninterrupted CPU run, and
+# 4 ranks, the two-level exchange (2 nodes x 2 ranks), the LSTM language model, the 16-bit
+# dense exchange, bf16 and fp16 training, accumulation, SyncBN, error feedback turned off, a mid-epoch resume on emu against the uninterrupted CPU run, and
 # evaluation. With SPARSETRAIN_EMU_DELAY_US set, every stream task is delayed first, which
 # turns a missing event or fence into a different result.
 #   tests/apps/emu_train_test.sh path/to/sparsetrain mpiexec [quick]
@@ -55,6 +55,8 @@ for m in "${methods[@]}"; do
     --dense-warmup-iters 2
 done
 both micro_np4 4 "${resnet[@]}" --max-iters 8 --sparsifier micro --density 0.02
+# Two levels on 2 nodes x 2 ranks: groups split on both planes, the reduce-scatter on emu.
+both two_level_np4 4 "${resnet[@]}" --max-iters 8 --sparsifier topk --density 0.02 --hierarchy 2
 both topk_ef_off 2 "${resnet[@]}" --max-iters 8 --sparsifier topk --density 0.05 --sp ef=off
 both lstm_micro 2 "${lstm[@]}" --sparsifier micro --density 0.05
 if [[ -z $quick ]]; then

@@ -10,13 +10,15 @@
 #   bench/hierarchy_bench.sh BUILD OUT bytes   ResNet-20 on Fashion-MNIST at 100 Mbit/s: topk
 #                                             and micro (seeds 1-3), dense and exdyna (seed 1),
 #                                             flat vs two-level, 50 steps
+#   bench/hierarchy_bench.sh BUILD OUT time    the LSTM at 100 Mbit/s: topk and micro, flat and
+#                                             two-level alternating, two rounds (30 steps)
 #   bench/hierarchy_bench.sh BUILD OUT plan    ResNet-20 and the LSTM at 100 Mbit/s, 1 Gbit/s
 #                                             and unlimited: dense, micro, --plan auto (20 steps)
 # Needs root (network namespaces). Results go to OUT/results.jsonl; runs to OUT/runs/.
 set -euo pipefail
-build=${1:?usage: hierarchy_bench.sh BUILD OUT bytes|plan}
-out=${2:?usage: hierarchy_bench.sh BUILD OUT bytes|plan}
-what=${3:?usage: hierarchy_bench.sh BUILD OUT bytes|plan}
+build=${1:?usage: hierarchy_bench.sh BUILD OUT bytes|time|plan}
+out=${2:?usage: hierarchy_bench.sh BUILD OUT bytes|time|plan}
+what=${3:?usage: hierarchy_bench.sh BUILD OUT bytes|time|plan}
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$build/apps/sparsetrain
 [[ -x $bin ]] || { echo "hierarchy_bench: no $bin (build the sparsetrain target)" >&2; exit 2; }
@@ -90,6 +92,12 @@ case $what in
         for mode in flat two-level; do measure resnet20 100mbit $method $mode $seed 50 start; done
       done
     done ;;
+  time)
+    for round in 1 2; do
+      for method in topk micro; do
+        for mode in flat two-level; do measure lstm 100mbit $method $mode "$round" 30; done
+      done
+    done ;;
   plan)
     for model in resnet20 lstm; do
       for link in 100mbit 1gbit none; do
@@ -97,5 +105,5 @@ case $what in
         measure $model $link micro plan 1 20
       done
     done ;;
-  *) echo "hierarchy_bench: unknown experiment '$what' (bytes or plan)" >&2; exit 2 ;;
+  *) echo "hierarchy_bench: unknown experiment '$what' (bytes, time or plan)" >&2; exit 2 ;;
 esac

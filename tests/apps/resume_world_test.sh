@@ -6,7 +6,9 @@
 #  - a dense run resumes on another world size at an epoch end;
 #  - refused in one line: a mid-epoch checkpoint on another world size (naming the last
 #    epoch end, kept as epoch_end.safetensors, when there is one, which then resumes), and
-#    VGC (per-rank variances) on another world size.
+#    VGC (per-rank variances) on another world size;
+#  - two levels: a state of 2 nodes x 2 ranks is refused on 1 node x 2 ranks (each rank's
+#    residuals belong to its slice), while one node to one node re-splits as flat.
 #   tests/apps/resume_world_test.sh path/to/sparsetrain path/to/mpirun
 set -uo pipefail
 bin=$1
@@ -84,4 +86,13 @@ vgc=("${common[@]}" --sparsifier vgc --out "$tmp/vgc")
 run 2 vgc1 "${vgc[@]}" --epochs 1 || fail "vgc on 2 ranks: $(tail -n 3 "$tmp/vgc1.log")"
 run 4 vgc2 "${vgc[@]}" --epochs 2 --resume "$tmp/vgc/checkpoint.safetensors" && fail "vgc resumed on 4 ranks"
 expect_refusal vgc2 "--sparsifier vgc keeps a variance accumulator per element on each rank, which cannot be re-split: resume it on 2 ranks, not 4"
-echo "ok: micro 2 -> 4 -> 2 and dense 2 -> 4 resumed; mid-epoch and vgc refused"
+two=("${common[@]}" --sparsifier micro --density 0.05 --hierarchy 2 --out "$tmp/two")
+run 4 two1 "${two[@]}" --epochs 1 || fail "two levels on 4 ranks: $(tail -n 3 "$tmp/two1.log")"
+run 2 two2 "${two[@]}" --epochs 2 --resume "$tmp/two/checkpoint.safetensors" && fail "2x2 state resumed on 2 ranks"
+expect_refusal two2 "its two-level exchange ran on 2 nodes x 2 ranks"
+one=("${common[@]}" --sparsifier micro --density 0.05 --hierarchy node --out "$tmp/one")
+run 4 one1 "${one[@]}" --epochs 1 || fail "one node on 4 ranks: $(tail -n 3 "$tmp/one1.log")"
+run 2 one2 "${one[@]}" --epochs 2 --resume "$tmp/one/checkpoint.safetensors" ||
+  fail "one node 4 -> 2: $(tail -n 3 "$tmp/one2.log")"
+check_note one2 4 2
+echo "ok: micro 2 -> 4 -> 2, dense 2 -> 4 and one node 4 -> 2 resumed; mid-epoch, vgc and a two-level layout change refused"

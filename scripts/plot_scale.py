@@ -12,7 +12,8 @@ Each argument is a run folder or a folder searched for them (a run folder holds
 config.json, iterations.csv and the runner's run.json). Writes into the output folder
 scale_<model>_d<d>.png (five panels vs P), traj_<model>_d<d>_np<P>.png, scale.md (the
 tables) and scale.json (one line per run). A configuration found twice is taken from
-the first folder given.
+the first folder given. --flat instead prints one row per run folder (an ablation's
+variants) and writes it to flat.md.
 """
 import argparse
 import json
@@ -117,12 +118,14 @@ def final_accuracy(folder):
     return float("nan")
 
 
-def collect(paths):
+def collect(paths, every=False):
+    """Runs by configuration; every=True keeps each folder (variants of one configuration)."""
     runs = {}
     for folder in find_runs(paths):
         r = summarize(folder)
         if r is not None:
-            runs.setdefault((r["model"], r["sparsifier"], r["density"], r["ranks"]), r)
+            key = folder if every else (r["model"], r["sparsifier"], r["density"], r["ranks"])
+            runs.setdefault(key, r)
     # Dense runs send 4n bytes (the allreduce contribution), n from a sparse run of the model.
     n_of = {r["model"]: r["n"] for r in runs.values() if r["n"] == r["n"]}
     for r in runs.values():
@@ -248,12 +251,33 @@ def tables(grouped):
     return "\n".join(lines)
 
 
+def flat_table(runs):
+    """One row per run folder (an ablation: variants that share model, method, d and P)."""
+    lines = ["| run | method | d | P | steps | actual d / d (whole run) | actual d / d (2nd half) "
+             "| test acc % |", "|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        whole = mean_std([x[1] / r["density"] for x in r["traj"]])[0] if r["traj"] else float("nan")
+        lines.append(f"| {os.path.basename(r['dir'])} | {'dense' if r['sparsifier'] == 'none' else r['sparsifier']} "
+                     f"| {fmt(r['density'], 'g')} | {r['ranks']} | {r['iterations']} | {fmt(whole, '.2f')} "
+                     f"| {fmt(r['ratio'], '.2f')} | {fmt(r['test_acc'], '.2f')} |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", nargs="+", help="run folders or folders holding them")
     ap.add_argument("-o", "--out", required=True, help="output folder for PNGs, scale.md, scale.json")
     ap.add_argument("--traj-ranks", default="16,64", help="P values for the trajectory figures")
+    ap.add_argument("--flat", action="store_true", help="only one table row per run folder "
+                    "(ablations), printed and written to OUT/flat.md; no figures")
     a = ap.parse_args()
+    if a.flat:
+        text = flat_table(collect(a.folders, every=True))
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "flat.md"), "w") as f:
+            f.write(text + "\n")
+        print(text)
+        return
     try:
         traj_ranks = [int(x) for x in a.traj_ranks.split(",") if x]
     except ValueError:

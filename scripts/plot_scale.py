@@ -163,17 +163,24 @@ PANELS = (("ratio", "actual density / d (2nd half)", lambda s: s != "none", True
           ("test_acc", "test accuracy after equal steps (%)", lambda s: True, False))
 
 
+def color(sp):
+    """The same colour for a method in every panel and figure."""
+    i = method_key(sp)[0] % 20
+    return plt.get_cmap("tab20")((2 * i) % 20 + (2 * i) // 20)  # dark shades first
+
+
 def plot_vs_ranks(model, d, rs, path):
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4.6))
+    fig, grid = plt.subplots(2, 3, figsize=(16, 9))
+    axes = list(grid.flat)
     for ax, (key, label, wanted, logy) in zip(axes, PANELS):
         for sp, series in by_method(rs).items():
             if not wanted(sp):
                 continue
             xs = [r["ranks"] for r in series]
             ys = [r[key] for r in series]
-            err = [r.get(key + "_std", 0.0) for r in series]
-            ax.errorbar(xs, ys, yerr=err if key + "_std" in series[0] else None, marker="o",
-                        ms=3, capsize=2, label="dense" if sp == "none" else sp)
+            err = [r[key + "_std"] for r in series] if key + "_std" in series[0] else None
+            ax.errorbar(xs, ys, yerr=err, marker="o", ms=3, capsize=2, color=color(sp),
+                        label="dense" if sp == "none" else sp)
         if key == "ratio":
             ax.axhline(1.0, color="black", ls="--", lw=1)
             ax.axhline(1.25, color="grey", ls=":", lw=1)
@@ -182,11 +189,13 @@ def plot_vs_ranks(model, d, rs, path):
             ax.set_yscale("log")
         ax.set_xticks([1, 2, 4, 8, 16, 32, 64], ["1", "2", "4", "8", "16", "32", "64"])
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    fig.suptitle(f"{model}, d = {d:g}, fixed global batch")
+    # The last panel holds one legend for all (every method appears in the bytes panel).
+    handles, labels = axes[3].get_legend_handles_labels()
+    axes[-1].axis("off")
+    axes[-1].legend(handles, labels, loc="center", fontsize=10, title="method")
+    fig.suptitle(f"{model}, d = {d:g}, fixed global batch (error bars: second-half std)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
@@ -197,9 +206,9 @@ def plot_trajectories(model, d, rs, p, path):
     fig, (dax, tax) = plt.subplots(1, 2, figsize=(13, 4.6))
     for r in sorted(series, key=lambda r: method_key(r["sparsifier"])):
         steps, dens, thr = zip(*r["traj"])
-        (line,) = dax.plot(steps, [x / d for x in dens], lw=1, label=r["sparsifier"])
+        dax.plot(steps, [x / d for x in dens], lw=1, color=color(r["sparsifier"]), label=r["sparsifier"])
         if any(t > 0 for t in thr):
-            tax.plot(steps, thr, lw=1, color=line.get_color(), label=r["sparsifier"])
+            tax.plot(steps, thr, lw=1, color=color(r["sparsifier"]), label=r["sparsifier"])
     dax.axhline(1.0, color="black", ls="--", lw=1)
     dax.set(xlabel="iteration", ylabel="actual density / d", yscale="log")
     tax.set(xlabel="iteration", ylabel="threshold (largest bucket)", yscale="log")

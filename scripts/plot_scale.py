@@ -90,6 +90,7 @@ def summarize(folder):
     run["n"] = next((r["sp_global"] / r["sp_density"] for r in rows
                      if r.get("sp_density", 0) > 0 and r.get("sp_global", 0) > 0), float("nan"))
     run["test_acc"] = final_accuracy(folder)
+    run["train_loss"], _ = mean_std([r.get("loss", float("nan")) for r in rows[len(rows) // 2:]])
     run["traj"] = [(r["step"], r.get("sp_density", float("nan")), r.get("sp_threshold", float("nan")))
                    for r in sparse]
     try:
@@ -263,12 +264,12 @@ def tables(grouped):
 def flat_table(runs):
     """One row per run folder (an ablation: variants that share model, method, d and P)."""
     lines = ["| run | method | d | P | steps | actual d / d (whole run) | actual d / d (2nd half) "
-             "| test acc % |", "|---|---|---|---|---|---|---|---|"]
+             "| train loss (2nd half) | test acc % |", "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         whole = mean_std([x[1] / r["density"] for x in r["traj"]])[0] if r["traj"] else float("nan")
         lines.append(f"| {os.path.basename(r['dir'])} | {'dense' if r['sparsifier'] == 'none' else r['sparsifier']} "
                      f"| {fmt(r['density'], 'g')} | {r['ranks']} | {r['iterations']} | {fmt(whole, '.2f')} "
-                     f"| {fmt(r['ratio'], '.2f')} | {fmt(r['test_acc'], '.2f')} |")
+                     f"| {fmt(r['ratio'], '.2f')} | {fmt(r['train_loss'], '.3f')} | {fmt(r['test_acc'], '.2f')} |")
     return "\n".join(lines)
 
 

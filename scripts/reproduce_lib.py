@@ -233,7 +233,10 @@ def command(run, build, out_dir, comm_bench=None):
         return prefix + launcher + cmd
     threads = e.get("threads", 1 if p > 1 else 2)
     cmd = [os.path.join(build, "apps", "sparsetrain"), "train", "--arch", run["model"],
-           "--threads", str(threads), "--workers", "1", "--out", out_dir, "--log-every", "10"]
+           "--threads", str(threads), "--workers", "1", "--out", out_dir]
+    extra = shlex.split(e.get("args", ""))
+    if "--log-every" not in extra:  # a line's own --log-every (full.conf's acc_*) wins
+        cmd += ["--log-every", "10"]
     if "dataset" in e:
         cmd += ["--dataset", e["dataset"]]
     for key, flag in (("epochs", "--epochs"), ("max_iters", "--max-iters"), ("batch", "-b"),
@@ -246,7 +249,7 @@ def command(run, build, out_dir, comm_bench=None):
         cmd += ["--sparsifier", run["sparsifier"], "--density", f"{run['density']:g}"]
     if run["sparsifier"] != "none":
         cmd += sp_flags(e.get("sp", "").split())
-    cmd += shlex.split(e.get("args", ""))
+    cmd += extra
     return prefix + launcher + cmd
 
 

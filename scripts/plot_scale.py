@@ -264,12 +264,14 @@ def tables(grouped):
 def flat_table(runs):
     """One row per run folder (an ablation: variants that share model, method, d and P)."""
     lines = ["| run | method | d | P | steps | actual d / d (whole run) | actual d / d (2nd half) "
-             "| train loss (2nd half) | test acc % |", "|---|---|---|---|---|---|---|---|---|"]
+             "| padding (2nd half) | train loss (2nd half) | test acc % |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         whole = mean_std([x[1] / r["density"] for x in r["traj"]])[0] if r["traj"] else float("nan")
         lines.append(f"| {os.path.basename(r['dir'])} | {'dense' if r['sparsifier'] == 'none' else r['sparsifier']} "
                      f"| {fmt(r['density'], 'g')} | {r['ranks']} | {r['iterations']} | {fmt(whole, '.2f')} "
-                     f"| {fmt(r['ratio'], '.2f')} | {fmt(r['train_loss'], '.3f')} | {fmt(r['test_acc'], '.2f')} |")
+                     f"| {fmt(r['ratio'], '.2f')} | {fmt(r['padding'], '.2f')} | {fmt(r['train_loss'], '.3f')} "
+                     f"| {fmt(r['test_acc'], '.2f')} |")
     return "\n".join(lines)
 
 

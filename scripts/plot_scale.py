@@ -80,7 +80,7 @@ def summarize(folder):
     d = float(cfg.get("density", "nan")) if sp not in ("none",) else float("nan")
     sparse = [r for r in rows if 0 < r.get("sp_density", 1.0) < 1.0]
     tail = sparse[len(sparse) // 2:]
-    run = {"dir": folder, "model": cfg.get("arch", "?"), "sparsifier": sp, "density": d,
+    run = {"dir": os.path.relpath(folder), "model": cfg.get("arch", "?"), "sparsifier": sp, "density": d,
            "ranks": int(cfg.get("world_size", 1)), "iterations": len(rows),
            "batch": int(cfg.get("batch_size", 0))}
     run["ratio"], run["ratio_std"] = mean_std([r["sp_density"] / d for r in tail])

@@ -38,6 +38,7 @@ TRAIN_KEYS = {
     "epochs": "--epochs",
     "max_iters": "--max-iters (short timing runs)",
     "batch": "-b (per rank)",
+    "global_batch": "fixed global batch: -b = global_batch / P per run (P must divide it)",
     "lr": "--lr",
     "warmup": "iterations left out of the timing medians (default 5)",
     "threads": "--threads per rank (default 1 under mpirun, 2 alone)",
@@ -136,7 +137,8 @@ def _check_entry(e, where, sparsifier_names, arch_names):
     for bw in e["bandwidths"]:
         if not RATE_RE.match(bw):
             raise ConfigError(f"{where}: bandwidth '{bw}' is not none or a tc rate like 100mbit")
-    for key in ("epochs", "max_iters", "batch", "warmup", "threads", "max_bytes", "min_bytes"):
+    for key in ("epochs", "max_iters", "batch", "global_batch", "warmup", "threads", "max_bytes",
+                "min_bytes"):
         if key in e:
             e[key] = ints(key, 0 if key == "warmup" else 1)[0]
     for key in ("lr", "budget"):
@@ -167,6 +169,13 @@ def _check_entry(e, where, sparsifier_names, arch_names):
         raise ConfigError(f"{where}: densities must lie in (0, 1]")
     if "epochs" not in e and "max_iters" not in e:
         raise ConfigError(f"{where}: give epochs= or max_iters=")
+    if "global_batch" in e:
+        if "batch" in e:
+            raise ConfigError(f"{where}: give batch= (per rank) or global_batch=, not both")
+        bad = [p for p in e["ranks"] if e["global_batch"] % p]
+        if bad:
+            raise ConfigError(f"{where}: global_batch={e['global_batch']} is not divisible by "
+                              f"ranks {','.join(map(str, bad))}")
     if 1 in e["ranks"] and any(bw != "none" for bw in e["bandwidths"]):
         raise ConfigError(f"{where}: ranks=1 has no network; use bandwidths=none for it")
     try:
@@ -224,18 +233,23 @@ def command(run, build, out_dir, comm_bench=None):
         return prefix + launcher + cmd
     threads = e.get("threads", 1 if p > 1 else 2)
     cmd = [os.path.join(build, "apps", "sparsetrain"), "train", "--arch", run["model"],
-           "--threads", str(threads), "--workers", "1", "--out", out_dir, "--log-every", "10"]
+           "--threads", str(threads), "--workers", "1", "--out", out_dir]
+    extra = shlex.split(e.get("args", ""))
+    if "--log-every" not in extra:  # a line's own --log-every (full.conf's acc_*) wins
+        cmd += ["--log-every", "10"]
     if "dataset" in e:
         cmd += ["--dataset", e["dataset"]]
     for key, flag in (("epochs", "--epochs"), ("max_iters", "--max-iters"), ("batch", "-b"),
                       ("lr", "--lr")):
         if key in e:
             cmd += [flag, str(e[key])]
+    if "global_batch" in e:
+        cmd += ["-b", str(e["global_batch"] // p)]
     if run["sparsifier"] != "none":
         cmd += ["--sparsifier", run["sparsifier"], "--density", f"{run['density']:g}"]
     if run["sparsifier"] != "none":
         cmd += sp_flags(e.get("sp", "").split())
-    cmd += shlex.split(e.get("args", ""))
+    cmd += extra
     return prefix + launcher + cmd
 
 

@@ -112,8 +112,12 @@ void scan_chunk(const float* x, int64_t begin, int64_t end, uint32_t key, Chunk&
 }
 
 // [begin, end) in equal contiguous pieces, one per thread, each compacted into its own
-// chunk in one pass over x; then one prefix sum of the counts and each thread copies its
-// chunk to its offset: ascending, and independent of the thread count.
+// chunk in one pass over x; then one prefix sum of the counts and a copy of each chunk to
+// its offset: ascending, and independent of the thread count. The copy runs after the
+// parallel region rather than inside it: it moves d n values (1 MB at d = 1% of 25M,
+// tens of microseconds), while the two barriers a copy inside the region needs cost a
+// whole scheduler time slice each when the other thread has been preempted (measured
+// 1.4-1.6x the pass on a loaded 2-core machine).
 template <bool kVals>
 void compact_parallel(const float* x, int64_t begin, int64_t end, uint32_t key,
                       std::vector<int32_t>& idx, std::vector<float>* vals) {
@@ -124,24 +128,29 @@ void compact_parallel(const float* x, int64_t begin, int64_t end, uint32_t key,
   static thread_local std::vector<Chunk> caller_chunks;
   std::vector<Chunk>& chunks = caller_chunks;
   if (static_cast<int>(chunks.size()) < threads) chunks.resize(static_cast<size_t>(threads));
-  std::vector<int64_t> offset(static_cast<size_t>(threads) + 1, 0);
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    const int r = omp_get_thread_num(), used = omp_get_num_threads();
-    Chunk& c = chunks[static_cast<size_t>(r)];
-    scan_chunk<kVals>(x, begin + n * r / used, begin + n * (r + 1) / used, key, c);
-#pragma omp barrier
-#pragma omp single
+  int used = 1;
+  if (threads == 1) {
+    scan_chunk<kVals>(x, begin, end, key, chunks[0]);
+  } else {
+#pragma omp parallel num_threads(threads)
     {
-      for (int q = 0; q < used; ++q) offset[q + 1] = offset[q] + chunks[q].size;
-      idx.resize(static_cast<size_t>(offset[used]));
-      if constexpr (kVals) vals->resize(static_cast<size_t>(offset[used]));
+      const int r = omp_get_thread_num(), t = omp_get_num_threads();
+      if (r == 0) used = t;
+      scan_chunk<kVals>(x, begin + n * r / t, begin + n * (r + 1) / t, key, chunks[r]);
     }
-    const auto bytes = static_cast<size_t>(c.size) * 4;
-    if (bytes) {
-      std::memcpy(idx.data() + offset[r], c.idx.get(), bytes);
-      if constexpr (kVals) std::memcpy(vals->data() + offset[r], c.val.get(), bytes);
-    }
+  }
+  int64_t total = 0;
+  for (int q = 0; q < used; ++q) total += chunks[q].size;
+  idx.resize(static_cast<size_t>(total));
+  if constexpr (kVals) vals->resize(static_cast<size_t>(total));
+  int64_t o = 0;
+  for (int q = 0; q < used; ++q) {
+    const Chunk& c = chunks[q];
+    if (c.size == 0) continue;
+    std::memcpy(idx.data() + o, c.idx.get(), static_cast<size_t>(c.size) * 4);
+    if constexpr (kVals)
+      std::memcpy(vals->data() + o, c.val.get(), static_cast<size_t>(c.size) * 4);
+    o += c.size;
   }
 }
 

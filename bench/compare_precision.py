@@ -6,6 +6,8 @@ then one with the ratios (below 1.0 = the first is faster):
   bf16_over_fp32        sparsetrain bf16 / sparsetrain fp32
   torch_bf16_over_fp32  PyTorch autocast bf16 / PyTorch fp32
   bf16_over_torch_bf16  sparsetrain bf16 / PyTorch autocast bf16
+with each run's achieved GFLOP/s and fraction of the fp32 FMA peak (bench/peak_bench; the
+count is torch_train_step.forward_flops, as in bench/compare_train_step.py).
 
   /usr/bin/python3 bench/compare_precision.py --build build [--arch resnet20] [--rounds 3]
 """
@@ -17,7 +19,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from torch_train_step import PEERS  # noqa: E402
+from compare_train_step import machine_peak  # noqa: E402
+from torch_train_step import PEERS, add_gflops, build, forward_flops  # noqa: E402
 
 
 def main():
@@ -43,10 +46,13 @@ def main():
             "bf16": [ours] + common + ["--precision", "bf16"],
             "torch_fp32": torch + ["--autocast", "off"],
             "torch_bf16": torch + ["--autocast", "bf16"]}
+    peak = machine_peak(a.build, a.threads)
+    flops = forward_flops(build(a.arch), a.batch, size)
     best = {}
     for r in range(a.rounds):
         for name, cmd in runs.items():
             d = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            d = add_gflops(d, flops, peak)
             if name not in best or d["step_ms"] < best[name]["step_ms"]:
                 best[name] = d
             print(json.dumps(d), flush=True)
@@ -55,6 +61,7 @@ def main():
     print(json.dumps({"bench": "precision_compare", "arch": a.arch, "batch": a.batch,
                       "size": size, "threads": a.threads, "rounds": a.rounds,
                       **{f"{name}_step_ms": v for name, v in ms.items()},
+                      **{f"{name}_peak_fraction": best[name]["peak_fraction"] for name in runs},
                       "bf16_over_fp32": round(ms["bf16"] / ms["fp32"], 3),
                       "torch_bf16_over_fp32": round(ms["torch_bf16"] / ms["torch_fp32"], 3),
                       "bf16_over_torch_bf16": round(ms["bf16"] / ms["torch_bf16"], 3),

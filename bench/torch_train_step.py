@@ -72,6 +72,44 @@ def build(arch, classes=10):
     return getattr(torchvision.models, arch)(num_classes=classes)
 
 
+def forward_flops(model, batch, size):
+    """The one FLOP count of a training step's forward, for both sides (the models are the
+    same layer for layer): 2 x the multiply-adds of every convolution and linear layer
+    (batch norm, ReLU, pooling and the loss are left out: a few percent, and memory bound).
+    The step is 3 x this: backward computes the input and the weight gradients, each as
+    many multiply-adds as the forward."""
+    macs = []
+
+    def conv(m, inp, out):
+        macs.append(out.numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1])
+
+    def linear(m, inp, out):
+        macs.append(out.numel() * m.in_features)
+
+    hooks = [m.register_forward_hook(conv if isinstance(m, nn.Conv2d) else linear)
+             for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    with torch.no_grad():
+        model.eval()
+        model(torch.zeros(1, 3, size, size))
+        model.train()
+    for h in hooks:
+        h.remove()
+    return 2 * sum(macs) * batch
+
+
+def add_gflops(d, fwd_flops, peak_gflops=None):
+    """Adds achieved GFLOP/s (forward, backward = 2 x forward, step) to a train_step JSON
+    record and, given the machine's FMA peak (bench/peak_bench), the step's fraction of it."""
+    d["step_gflop"] = round(3 * fwd_flops * 1e-9, 3)
+    d["fwd_gflops"] = round(fwd_flops / d["fwd_ms"] * 1e-6, 1)
+    d["bwd_gflops"] = round(2 * fwd_flops / d["bwd_ms"] * 1e-6, 1)
+    d["step_gflops"] = round(3 * fwd_flops / d["step_ms"] * 1e-6, 1)
+    if peak_gflops:
+        d["peak_gflops"] = peak_gflops
+        d["peak_fraction"] = round(d["step_gflops"] / peak_gflops, 3)
+    return d
+
+
 def autocast(mode):
     if mode == "bf16":
         return torch.autocast("cpu", dtype=torch.bfloat16)
@@ -115,13 +153,13 @@ def main():
             step.append(o * 1e3)
             total.append((f + b + o) * 1e3)
     med = lambda v: sorted(v)[len(v) // 2]
-    print(json.dumps({"bench": "train_step", "impl": "torch",
+    print(json.dumps(add_gflops({"bench": "train_step", "impl": "torch",
                       "precision": "bf16" if a.autocast == "bf16" else "fp32", "arch": a.arch, "batch": a.batch,
                       "size": a.size, "threads": a.threads, "fwd_ms": round(med(fwd), 2),
                       "bwd_ms": round(med(bwd), 2), "opt_ms": round(med(step), 2),
                       "step_ms": round(med(total), 2),
-                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}),
-          flush=True)
+                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
+                                forward_flops(model, a.batch, a.size))), flush=True)
 
 
 if __name__ == "__main__":

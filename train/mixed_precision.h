@@ -18,9 +18,27 @@ namespace st {
 
 class Communicator;
 
+// The bf16 speed check at the start of a CPU --precision bf16 run (docs/PRECISION.md):
+// without AMX, oneDNN's bf16 convolutions can be slower than its fp32 ones (the bf16 dot
+// product instruction does no more multiply-adds per cycle than fp32 FMA, and the
+// operands are converted on every reorder), so bf16 would cost time and buy nothing.
+struct ConvProbe {
+  double bf16_ms = 0;  // best of a few forward+backward runs; 0 when not measured
+  double fp32_ms = 0;
+};
+// One representative convolution (ResNet-20's widest stage: 64 -> 64 channels, 3x3, 8x8,
+// batch 32) forward and backward through oneDNN in bf16 and in fp32, alternating; a few
+// ms. Zero times without oneDNN.
+ConvProbe probe_bf16_convolution();
+// The one-line notice when bf16 ran more than 10% slower than fp32 (the margin keeps a
+// noisy tie quiet), naming the ratio and the faster choice; empty otherwise.
+std::string bf16_speed_notice(const ConvProbe& p);
+
 class MixedPrecision {
  public:
-  MixedPrecision(const TrainConfig& c, Layer& model);
+  // With bf16 on the CPU and `announce` (the printing rank of a run that is not --quiet),
+  // runs probe_bf16_convolution and prints bf16_speed_notice to stderr when it says one.
+  MixedPrecision(const TrainConfig& c, Layer& model, bool announce = true);
   Precision precision() const { return precision_; }
   // The factor the loss gradient is multiplied by before backward (1 without fp16).
   float loss_scale() const { return scaler_ ? scaler_->scale() : 1.0f; }

@@ -90,9 +90,10 @@ sidco::Moments CpuOps::exceed_moments(const Buffer& x, part::Range r, float tau,
   });
 }
 
-// One pass over cache-sized blocks: each block's moments, then its hits compacted with
-// the shared SIMD kernel while the block is still in cache; the blocks' hits are joined
-// in block order, so the output is ascending and independent of the thread count.
+// One pass over cache-sized blocks: each block's moments, then its hits and their values
+// compacted with the shared SIMD kernel (select::compact_abs_ge) while the block is still
+// in cache; the blocks' hits are joined in block order, so the output is ascending and
+// independent of the thread count, and x is not read a second time.
 sidco::Moments CpuOps::exceed_compact(const Buffer& x, part::Range r, float tau, const Buffer* pos,
                                       Buffer& out_idx, Buffer& out_vals) {
   check::range("exceed_compact", x.size(), r);
@@ -101,11 +102,18 @@ sidco::Moments CpuOps::exceed_compact(const Buffer& x, part::Range r, float tau,
   const int64_t len = r.size(), nb = (len + kBlock - 1) / kBlock;
   std::vector<std::vector<int32_t>>& parts = block_hits_;
   if (static_cast<int64_t>(parts.size()) < nb) parts.resize(static_cast<size_t>(nb));
+  // The blocks' values keep their memory from call to call, as block_hits_ does.
+  static thread_local std::vector<std::vector<float>> caller_vals;
+  std::vector<std::vector<float>>& part_vals = caller_vals;
+  if (static_cast<int64_t>(part_vals.size()) < nb) part_vals.resize(static_cast<size_t>(nb));
   const int64_t first = r.begin;
-  const sidco::Moments m =
-      reduce_blocks(len, [&parts, v, tau, first](int64_t b, int64_t end, sidco::Moments& mb) {
+  // |x| > tau  <=>  abs_key(x) >= abs_key(tau) + 1.
+  const uint32_t key = part::abs_key(tau) + 1u;
+  const sidco::Moments m = reduce_blocks(
+      len, [&parts, &part_vals, v, tau, first, key](int64_t b, int64_t end, sidco::Moments& mb) {
         mb = exceed_block(v + first, b, end, tau);
-        select::abs_threshold(v, first + b, first + end, tau, /*strict=*/true, parts[b / kBlock]);
+        select::compact_abs_ge(v, first + b, first + end, key, parts[b / kBlock],
+                               &part_vals[b / kBlock]);
       });
   std::vector<int64_t> offset(static_cast<size_t>(nb) + 1, 0);
   for (int64_t b = 0; b < nb; ++b) offset[b + 1] = offset[b] + parts[b].size();
@@ -116,11 +124,13 @@ sidco::Moments CpuOps::exceed_compact(const Buffer& x, part::Range r, float tau,
   const int32_t* old = pos ? i32(*pos) : nullptr;
 #pragma omp parallel for schedule(static) if (nb > 1)
   for (int64_t b = 0; b < nb; ++b) {
-    int64_t o = offset[b];
-    for (int32_t p : parts[b]) {
-      cand[o] = old ? old[p] : p;
-      vals[o++] = v[p];
-    }
+    const std::vector<int32_t>& p = parts[b];
+    const int64_t o = offset[b], c = static_cast<int64_t>(p.size());
+    std::copy(part_vals[b].begin(), part_vals[b].end(), vals + o);
+    if (old)
+      for (int64_t j = 0; j < c; ++j) cand[o + j] = old[p[j]];
+    else
+      std::copy(p.begin(), p.end(), cand + o);
   }
   return m;
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace st::select {
 
@@ -28,37 +29,32 @@ inline float key_value(uint32_t key) {
 constexpr int kShift = 20;  // 2048 bins over sign-free bits 30..20 (exponent + 3 mantissa bits)
 constexpr int kBins = 1 << (31 - kShift);
 
-// Concatenates per-thread vectors in thread order.
-void concat(std::vector<std::vector<int32_t>>& parts, std::vector<int32_t>& out) {
-  size_t total = out.size();
-  for (auto& p : parts) total += p.size();
-  out.reserve(total);
-  for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-}
-
-// Appends the positions in [begin, end) with abs_key(x[i]) >= key, in order.
+// Writes the positions in [begin, end) with abs_key(x[i]) >= key, in order, to idx (and
+// x at them to val when kVals) and returns their count. Both outputs need 16 slots of
+// slack past the count: the SIMD path stores whole vectors.
 // With AVX-512 (the -march=native default on these machines) 16 lanes are compared into
-// a mask and the passing positions compressed into the output in one step, without a
-// branch per element or per block, so the pass costs about one read of x even at
-// d = 1%. Elsewhere a block of 32 is first tested with an OR (vectorised by the
-// compiler) and only blocks holding a hit are walked.
-void scan_abs_ge(const float* x, int64_t begin, int64_t end, uint32_t key,
-                 std::vector<int32_t>& out) {
-  int64_t i = begin;
+// a mask and the passing positions compressed in a register and stored in one step,
+// without a branch per element or per block, so the pass costs about one read of x even
+// at d = 1%. The register form of vpcompressd and a plain store are used instead of the
+// memory form (_mm512_mask_compressstoreu_*), which Zen 4 runs as slow microcode.
+// Elsewhere a block of 32 is first tested with an OR (vectorised by the compiler) and only
+// blocks holding a hit are walked.
+template <bool kVals>
+int64_t scan_block(const float* x, int64_t begin, int64_t end, uint32_t key, int32_t* idx,
+                   float* val) {
+  int64_t i = begin, size = 0;
 #if defined(__AVX512F__)
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
   const __m512i keys = _mm512_set1_epi32(static_cast<int32_t>(key));
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  size_t size = out.size();
   for (; i + 16 <= end; i += 16) {
-    if (size + 16 > out.size()) out.resize(std::max<size_t>(2 * out.size(), size + 4096));
-    const __m512i v = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
-    const __mmask16 m = _mm512_cmpge_epu32_mask(v, keys);
+    const __m512i raw = _mm512_loadu_si512(x + i);
+    const __mmask16 m = _mm512_cmpge_epu32_mask(_mm512_and_si512(raw, abs_mask), keys);
     const __m512i pos = _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int32_t>(i)));
-    _mm512_storeu_si512(out.data() + size, _mm512_maskz_compress_epi32(m, pos));
-    size += static_cast<size_t>(__builtin_popcount(m));
+    _mm512_storeu_si512(idx + size, _mm512_maskz_compress_epi32(m, pos));
+    if constexpr (kVals) _mm512_storeu_si512(val + size, _mm512_maskz_compress_epi32(m, raw));
+    size += __builtin_popcount(m);
   }
-  out.resize(size);
 #else
   constexpr int64_t kBlock = 32;
   for (; i + kBlock <= end; i += kBlock) {
@@ -66,39 +62,96 @@ void scan_abs_ge(const float* x, int64_t begin, int64_t end, uint32_t key,
     for (int64_t j = 0; j < kBlock; ++j) any |= abs_key(x[i + j]) >= key;
     if (!any) continue;
     for (int64_t j = i; j < i + kBlock; ++j)
-      if (abs_key(x[j]) >= key) out.push_back(static_cast<int32_t>(j));
+      if (abs_key(x[j]) >= key) {
+        if constexpr (kVals) val[size] = x[j];
+        idx[size++] = static_cast<int32_t>(j);
+      }
   }
 #endif
   for (; i < end; ++i)
-    if (abs_key(x[i]) >= key) out.push_back(static_cast<int32_t>(i));
+    if (abs_key(x[i]) >= key) {
+      if constexpr (kVals) val[size] = x[i];
+      idx[size++] = static_cast<int32_t>(i);
+    }
+  return size;
 }
 
-// scan_abs_ge over [begin, end) split into equal contiguous pieces, one per thread,
-// concatenated in thread order (deterministic).
-void scan_abs_ge_parallel(const float* x, int64_t begin, int64_t end, uint32_t key,
-                          std::vector<int32_t>& out) {
-  const int64_t n = end - begin;
-  const int threads = n < (1 << 16) ? 1 : omp_get_max_threads();
+// One thread's compacted output. Grow-only and never value-initialised: a std::vector's
+// resize would write zeros over what the compress-store then overwrites, a second pass
+// over the output, and fresh memory costs a page fault per 4 KB, which two threads
+// faulting at once serialise in the kernel (at d = 1% of 25M that doubled the pass).
+struct Chunk {
+  std::unique_ptr<int32_t[]> idx;
+  std::unique_ptr<float[]> val;
+  int64_t cap = 0, val_cap = 0, size = 0;
+
+  template <class T>
+  static void grow(std::unique_ptr<T[]>& p, int64_t& c, int64_t keep, int64_t need) {
+    if (need <= c) return;
+    const int64_t want = std::max(need, 2 * c);
+    std::unique_ptr<T[]> q(new T[static_cast<size_t>(want)]);
+    if (keep > 0) std::memcpy(q.get(), p.get(), static_cast<size_t>(keep) * sizeof(T));
+    p.swap(q);
+    c = want;
+  }
+};
+
+// Compacts [begin, end) into c in steps of 4096, making room for a whole step first, so the
+// SIMD loop runs without a capacity check.
+template <bool kVals>
+void scan_chunk(const float* x, int64_t begin, int64_t end, uint32_t key, Chunk& c) {
+  constexpr int64_t kStep = 4096;
+  c.size = 0;
+  for (int64_t b = begin; b < end; b += kStep) {
+    const int64_t e = std::min(end, b + kStep), need = c.size + (e - b) + 16;
+    Chunk::grow(c.idx, c.cap, c.size, need);
+    if constexpr (kVals) Chunk::grow(c.val, c.val_cap, c.size, need);
+    c.size += scan_block<kVals>(x, b, e, key, c.idx.get() + c.size,
+                                kVals ? c.val.get() + c.size : nullptr);
+  }
+}
+
+// [begin, end) in equal contiguous pieces, one per thread, each compacted into its own
+// chunk in one pass over x; then one prefix sum of the counts and a copy of each chunk to
+// its offset: ascending, and independent of the thread count. The copy runs after the
+// parallel region rather than inside it: it moves d n values (1 MB at d = 1% of 25M,
+// tens of microseconds), while the two barriers a copy inside the region needs cost a
+// whole scheduler time slice each when the other thread has been preempted (measured
+// 1.4-1.6x the pass on a loaded 2-core machine).
+template <bool kVals>
+void compact_parallel(const float* x, int64_t begin, int64_t end, uint32_t key,
+                      std::vector<int32_t>& idx, std::vector<float>* vals) {
+  const int64_t n = std::max<int64_t>(0, end - begin);
+  const int threads = n < (1 << 16) || omp_in_parallel() ? 1 : omp_get_max_threads();
+  // The chunks keep their memory from call to call; one set per calling thread (a plain
+  // reference, since inside the parallel region the name would be each worker's own).
+  static thread_local std::vector<Chunk> caller_chunks;
+  std::vector<Chunk>& chunks = caller_chunks;
+  if (static_cast<int>(chunks.size()) < threads) chunks.resize(static_cast<size_t>(threads));
+  int used = 1;
   if (threads == 1) {
-    scan_abs_ge(x, begin, end, key, out);
-    return;
-  }
-  // The per-thread pieces keep their memory from call to call: fresh vectors cost a page
-  // fault per 4 KB of output, and two threads faulting at once serialise in the kernel
-  // (at d = 1% of 25M that doubled the pass). One set per calling thread.
-  static thread_local std::vector<std::vector<int32_t>> caller_parts;
-  // A plain reference: inside the parallel region `caller_parts` would name each worker's
-  // own (empty) thread_local.
-  std::vector<std::vector<int32_t>>& parts = caller_parts;
-  if (static_cast<int>(parts.size()) < threads) parts.resize(threads);
+    scan_chunk<kVals>(x, begin, end, key, chunks[0]);
+  } else {
 #pragma omp parallel num_threads(threads)
-  {
-    const int r = omp_get_thread_num(), used = omp_get_num_threads();
-    parts[r].clear();
-    scan_abs_ge(x, begin + n * r / used, begin + n * (r + 1) / used, key, parts[r]);
+    {
+      const int r = omp_get_thread_num(), t = omp_get_num_threads();
+      if (r == 0) used = t;
+      scan_chunk<kVals>(x, begin + n * r / t, begin + n * (r + 1) / t, key, chunks[r]);
+    }
   }
-  for (int r = threads; r < static_cast<int>(parts.size()); ++r) parts[r].clear();
-  concat(parts, out);
+  int64_t total = 0;
+  for (int q = 0; q < used; ++q) total += chunks[q].size;
+  idx.resize(static_cast<size_t>(total));
+  if constexpr (kVals) vals->resize(static_cast<size_t>(total));
+  int64_t o = 0;
+  for (int q = 0; q < used; ++q) {
+    const Chunk& c = chunks[q];
+    if (c.size == 0) continue;
+    std::memcpy(idx.data() + o, c.idx.get(), static_cast<size_t>(c.size) * 4);
+    if constexpr (kVals)
+      std::memcpy(vals->data() + o, c.val.get(), static_cast<size_t>(c.size) * 4);
+    o += c.size;
+  }
 }
 
 }  // namespace
@@ -131,7 +184,7 @@ float topk_abs(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out) 
   // Pass 2: every position at or above the boundary bin (one skipping scan), then split
   // into the sure ones above the bin and the bin's candidates (both stay ascending).
   std::vector<int32_t> passing, candidates;
-  scan_abs_ge_parallel(x, 0, n, static_cast<uint32_t>(boundary) << kShift, passing);
+  compact_abs_ge(x, 0, n, static_cast<uint32_t>(boundary) << kShift, passing);
   const uint32_t above_key = static_cast<uint32_t>(boundary + 1) << kShift;
   std::vector<int32_t> sure_all;
   sure_all.reserve(static_cast<size_t>(above));
@@ -157,10 +210,16 @@ float topk_abs(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out) 
 
 void abs_threshold(const float* x, int64_t begin, int64_t end, float tau, bool strict,
                    std::vector<int32_t>& out) {
-  out.clear();
-  if (end <= begin) return;
   // Strict compares against the next key up (|x| > tau  <=>  abs_key(x) >= key(tau) + 1).
-  scan_abs_ge_parallel(x, begin, end, abs_key(tau) + (strict ? 1u : 0u), out);
+  compact_abs_ge(x, begin, end, abs_key(tau) + (strict ? 1u : 0u), out);
+}
+
+void compact_abs_ge(const float* x, int64_t begin, int64_t end, uint32_t key,
+                    std::vector<int32_t>& idx, std::vector<float>* vals) {
+  if (vals)
+    compact_parallel<true>(x, begin, end, key, idx, vals);
+  else
+    compact_parallel<false>(x, begin, end, key, idx, nullptr);
 }
 
 int64_t count_abs_ge(const float* x, int64_t begin, int64_t end, float tau) {

@@ -20,6 +20,12 @@ float topk_abs(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out);
 void abs_threshold(const float* x, int64_t begin, int64_t end, float tau, bool strict,
                    std::vector<int32_t>& out);
 
+// Positions in [begin, end) whose |x| as IEEE bits (the sign bit cleared) is >= key, in
+// increasing order, into idx (replaced) and, when vals is given, x at those positions into
+// *vals: one pass over x, per-thread chunks joined by one prefix sum and copy.
+void compact_abs_ge(const float* x, int64_t begin, int64_t end, uint32_t key,
+                    std::vector<int32_t>& idx, std::vector<float>* vals = nullptr);
+
 // Count of |x| >= tau in [begin, end) (one pass, no output).
 int64_t count_abs_ge(const float* x, int64_t begin, int64_t end, float tau);
 

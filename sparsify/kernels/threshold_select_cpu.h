@@ -1,9 +1,9 @@
 // MiCRO / ExDyna selection on the CPU (Yoon & Oh, HiPC 2023; CCGrid 2024): the positions
 // of the owned partition with |x| >= tau in one streaming pass. The compare is the shared
-// part::passes (|x| as IEEE bits against tau's bits); blocks of 32 are tested with SIMD
-// and only blocks holding a hit are compacted, so at MiCRO's densities the pass costs
-// about what reading the partition costs. Same result as select::abs_threshold and as
-// the CUDA kernel (threshold_select_cuda.h), independent of the thread count.
+// part::passes (|x| as IEEE bits against tau's bits) and the compaction is
+// select::compact_abs_ge (SIMD compare and compress per thread), so at MiCRO's densities
+// the pass costs about what reading the partition costs. Same result as select::abs_threshold and
+// as the CUDA kernel (threshold_select_cuda.h), independent of the thread count.
 #pragma once
 
 #include <cstdint>

@@ -265,7 +265,7 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
       quiet_(c.quiet || comm.rank() != 0),
       tty_(isatty(STDERR_FILENO)),
       flat_(task.model(), task.device()),
-      precision_(c, task.model()),
+      precision_(c, task.model(), leader_),
       optimizer_(make_optimizer(c.optimizer, flat_.params(), optimizer_options(c))) {
   broadcast_model(task_.model(), flat_, comm_);
   exchange_ = std::make_unique<ExchangeSetup>(c_, comm_);

@@ -140,11 +140,16 @@ void ExchangeSetup::make_plan(const std::vector<Bucket>& buckets,
     return;
   }
   const std::vector<Bucket> slices = sparsified(buckets);
+  // Probe sizes: the smallest and largest bucket, the larger capped at kProbeMax elements
+  // (a few seconds of a slow link at most; the lines extend beyond it), the smaller at
+  // most an eighth of it so the two points set a slope.
+  constexpr int64_t kProbeMax = int64_t{1} << 18;
   int64_t hi = 16, lo = 0;
   for (const Bucket& b : slices) hi = std::max(hi, b.numel);
+  hi = std::min(hi, kProbeMax);
   lo = hi;
   for (const Bucket& b : slices) lo = std::min(lo, b.numel);
-  if (2 * lo > hi) lo = std::max<int64_t>(hi / 8, 1);
+  if (8 * lo > hi) lo = std::max<int64_t>(hi / 8, 1);
   // Across the slow link: the cross-node groups under two levels, else every rank.
   Communicator* group = hierarchy_ && hierarchy_->two_level() ? hierarchy_->cross_group() : &comm_;
   AllreduceHook dense;

@@ -216,8 +216,11 @@ def two_level_exchange_time(sparsifier, nodes, per_node, n, d, inter, intra):
     node. Inside a node: a ring reduce-scatter and a ring allgather of the bucket (each
     (L-1) alpha + (L-1)/L 4n beta). Across nodes: the method's flat exchange among the
     `nodes` ranks of one local rank, on a slice of n / L elements; the node's L groups run
-    at once through the node's one network link, so their bytes share it (beta L)."""
+    at once through the node's one network link, so their bytes share it (beta L). With one
+    node the method runs flat over the node's ranks, as the implementation does."""
     L = per_node
+    if nodes == 1:  # nothing crosses a slow link: the method runs flat inside the node
+        return flat_exchange_time(sparsifier, L, n, d, intra)
     a_i, b_i = intra
     a_x, b_x = inter
     inside = 2 * ((L - 1) * a_i + (L - 1) / L * 4.0 * n * b_i) if L > 1 else 0.0

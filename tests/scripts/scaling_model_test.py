@@ -139,15 +139,19 @@ try:
 except ValueError as e:
     close("unknown method is an error naming it", float("'nosuch'" in str(e)), 1.0)
 
-# Two levels: one rank per node is the flat exchange over the nodes; one node pays only the
-# reduce-scatter and allgather inside it; dense traffic between nodes falls by L (the ring
-# carries the node's slices, 4n/L each for L groups sharing the link, against 4n flat).
+# Two levels: one rank per node is the flat exchange over the nodes; one node is the flat
+# exchange inside it; on 2 nodes of 4, dense pays the reduce-scatter and allgather inside
+# (3 alpha + 3/4 4n beta each) and a ring allreduce of 4n/4 bytes across (2 alpha +
+# 2 (1/2) 4(n/4) beta), its beta times 4 for the 4 groups sharing the node's link.
 inter, intra = (1e-5, 8e-8), (5e-6, 2e-11)
 n = 1_000_000
 close("two-level, one rank per node = flat", sm.two_level_exchange_time("topk", 4, 1, n, 0.01, inter, intra),
       sm.flat_exchange_time("topk", 4, n, 0.01, inter), rel=1e-12)
-close("two-level, one node = inside only", sm.two_level_exchange_time("none", 1, 4, n, 0.01, inter, intra),
-      2 * (3 * 5e-6 + 3 / 4 * 4 * n * 2e-11), rel=1e-12)
+close("two-level, one node = flat inside it", sm.two_level_exchange_time("micro", 1, 4, n, 0.01, inter, intra),
+      sm.flat_exchange_time("micro", 4, n, 0.01, intra), rel=1e-12)
+close("two-level dense, 2 nodes: inside + slices across",
+      sm.two_level_exchange_time("none", 2, 4, n, 0.01, inter, intra),
+      2 * (3 * 5e-6 + 3 / 4 * 4 * n * 2e-11) + 2 * 1e-5 + 2 * 1 / 2 * 4 * (n / 4) * 8e-8 * 4, rel=1e-12)
 rows = sm.project_two_level(["topk"], ["lstm"], 8, [4], 0.01, {"x": inter}, intra)
 close("topk two-level below flat at 4x8", float(rows[0]["two_level_ms"] < rows[0]["flat_ms"]), 1.0)
 

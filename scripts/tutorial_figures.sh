@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every tutorial page's command (docs/tutorial/) and draws every figure of the pages.
 #   scripts/tutorial_figures.sh BUILD_DIR [--page N]... [--quick] [--runs DIR] [--img DIR]
-# --page N    only page N (repeatable; default all eight, in order)
+# --page N    only page N (repeatable; default all nine, in order)
 # --quick     CI length (tests/tutorial/pages_test.sh): fewer iterations; figures go to
 #             RUNS/img instead of docs/tutorial/img unless --img is given
 # --runs DIR  run folders (default runs/tutorial)
@@ -9,7 +9,7 @@
 # The pages show these commands with `build/` as BUILD_DIR. Pages 2, 4 and 8 use the
 # 100 Mbit/s link of scripts/netns_run.sh when it can be made (root and `ip netns`);
 # otherwise they run over shared memory and say so (set TUTORIAL_LINK=none to force that).
-# Needs the sparsetrain, layers_test and comm_bench targets, and /usr/bin/python3 with
+# Needs the sparsetrain, layers_test, comm_bench and allreduce_algorithms targets, and /usr/bin/python3 with
 # matplotlib (scripts/setup.sh).
 set -euo pipefail
 [[ $# -ge 1 ]] || { sed -n '2,13p' "$0" >&2; exit 2; }
@@ -26,7 +26,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "tutorial_figures: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8)
+[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9)
 [[ -n $img ]] || { [[ $quick == 1 ]] && img=$runs/img || img=$root/docs/tutorial/img; }
 mkdir -p "$runs" "$img"
 runs=$(cd "$runs" && pwd)
@@ -106,11 +106,14 @@ page4() {
   local iters
   iters=$(long 20 10)
   "${LINK[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train "${R20[@]}" "${NAIVE[@]}" --max-iters "$iters" \
-    --trace "$runs/p4_naive.json" --out "$runs/p4_naive"
+    --trace "$runs/p4_naive.json" --out "$runs/p4_naive" \
+    | tee "$runs/p4_naive.summary.json"
   "${LINK[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train "${R20[@]}" "${BUCKETS[@]}" --no-overlap \
-    --max-iters "$iters" --trace "$runs/p4_no_overlap.json" --out "$runs/p4_no_overlap"
+    --max-iters "$iters" --trace "$runs/p4_no_overlap.json" --out "$runs/p4_no_overlap" \
+    | tee "$runs/p4_no_overlap.summary.json"
   "${LINK[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train "${R20[@]}" "${BUCKETS[@]}" \
-    --max-iters "$iters" --trace "$runs/p4_overlap.json" --out "$runs/p4_overlap"
+    --max-iters "$iters" --trace "$runs/p4_overlap.json" --out "$runs/p4_overlap" \
+    | tee "$runs/p4_overlap.summary.json"
   $PY scripts/timeline.py "$runs/p4_no_overlap.json" -o "$img/04-no-overlap-timeline.png" \
     --steps 1 --title "bucketed, --no-overlap: 7 buckets exchanged after backward, 2 ranks"
   $PY scripts/timeline.py "$runs/p4_overlap.json" -o "$img/04-overlap-timeline.png" \
@@ -196,6 +199,18 @@ page8() {
     --sparsifiers-json "$runs/p8_sparsifiers.json" --n 50282 --alpha-us 50 \
     --run dense="$runs/p5_none" topk="$runs/p6_topk_np4" micro="$runs/p6_micro_fast_np4" \
     --shared-compute dense -o "$img/08-scaling.png" | tee "$runs/p8_projection.jsonl"
+}
+
+page9() {
+  say 9 "how an allreduce works: ring, tree, recursive doubling against MPI_Allreduce"
+  local np
+  rm -f "$runs/p9_algorithms.jsonl"
+  for np in 2 4 8; do
+    "${LINK[@]}" "${MPI_LINK[@]}" -np $np "$build/tests/allreduce_algorithms" --min-bytes 4096 \
+      --max-bytes 262144 --reps "$(long 5 3)" >> "$runs/p9_algorithms.jsonl"
+  done
+  $PY scripts/tutorial_plots.py algos "$runs/p9_algorithms.jsonl" \
+    --title "allreduce algorithms${LINK:+, 100 Mbit/s shared link}" -o "$img/09-allreduce.png"
 }
 
 for p in "${pages[@]}"; do

@@ -7,6 +7,9 @@ scripts/tutorial_figures.sh):
   tutorial_plots.py breakdown NAME=RUN ... -o PNG [--warmup 5]
       median step time of each run split into forward, backward, exposed communication,
       optimiser and the rest (iterations.csv of each run folder)
+  tutorial_plots.py algos RESULTS.jsonl ... -o PNG
+      median time of each allreduce algorithm against the buffer size, one panel per rank
+      count (output of docs/tutorial/build/allreduce_algorithms.cpp)
   tutorial_plots.py balance NAME=RUN ... -o PNG
       second-half means of each sparsified run's padding overhead and actual density / d
   tutorial_plots.py scaling --comm COMM.jsonl --run NAME=RUN ... --n N -o PNG [--alpha-us A]
@@ -147,6 +150,33 @@ def balance(a):
     print(f"tutorial_plots: wrote {a.out}")
 
 
+def algos(a):
+    """allreduce_algorithms output (docs/tutorial/build/): median ms vs bytes per algorithm,
+    one panel per rank count."""
+    recs = []
+    for path in a.results:
+        with open(path) as f:
+            recs += [json.loads(line) for line in f if line.startswith("{")]
+    ranks = sorted({r["ranks"] for r in recs})
+    fig, axes = plt.subplots(1, len(ranks), figsize=(4 * len(ranks), 3.6), squeeze=False)
+    for ax, P in zip(axes[0], ranks):
+        for name in ("mpi", "ring", "tree", "recursive_doubling"):
+            pts = sorted((r["bytes"], r["median_ms"], r["steps"]) for r in recs
+                         if r["ranks"] == P and r["algo"] == name)
+            if pts:
+                label = name if name == "mpi" else f"{name} ({pts[0][2]} steps)"
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set(xscale="log", yscale="log", xlabel="bytes per rank", title=f"{P} ranks")
+        ax.grid(True, which="both", color="#e0e0e0", lw=0.5)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_ylabel("median ms per allreduce")
+    if a.title:
+        fig.suptitle(a.title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=110)
+    print(f"tutorial_plots: wrote {a.out}")
+
+
 def run_stats(run, warmup, n):
     """A measured run's compute and exchange sizes in the form scaling_model.py takes."""
     with open(os.path.join(run, "config.json")) as f:
@@ -223,6 +253,9 @@ def main():
     p.add_argument("runs", nargs="+")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--title")
+    p = sub.add_parser("algos")
+    p.add_argument("results", nargs="+")
+    p.add_argument("--title")
     p = sub.add_parser("balance")
     p.add_argument("runs", nargs="+")
     p = sub.add_parser("scaling")
@@ -237,7 +270,8 @@ def main():
     for p in sub.choices.values():
         p.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
-    {"plan": plan, "breakdown": breakdown, "balance": balance, "scaling": scaling}[a.kind](a)
+    {"plan": plan, "breakdown": breakdown, "balance": balance, "algos": algos,
+     "scaling": scaling}[a.kind](a)
 
 
 if __name__ == "__main__":

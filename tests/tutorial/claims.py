@@ -43,7 +43,12 @@ def col(runs, run, key):
 
 
 def test_result(runs, run):
-    """(test loss, test accuracy %) of the run's last evaluation."""
+    """(test loss, test accuracy %) of the run's last evaluation: the summary line the run
+    printed (RUN.summary.json, where the page keeps it), else its last epoch."""
+    summary = os.path.join(runs, run + ".summary.json")
+    if os.path.exists(summary):
+        last = jsonl(runs, run + ".summary.json")[-1]
+        return float(last["test_loss"]), float(last["test_acc"])
     with open(os.path.join(runs, run, "epochs.csv")) as f:
         last = list(csv.DictReader(f))[-1]
     return float(last["test_loss"]), float(last["test_acc"])
@@ -81,6 +86,7 @@ def page1(runs, link):
     loss = col(runs, "p1_one_process", "loss")
     check("page 1: first step's loss near ln 10 = 2.30", loss[0], 2.0, 2.8)
     check("page 1: no blow-up, largest single-step loss", max(loss), None, 6.0)
+    check("page 1: the transient ends by step 45: largest loss after it", max(loss[46:]), None, 3.0)
     check("page 1: mean loss of the last 20 steps", statistics.mean(loss[-20:]), None, 0.9)
     check("page 1: test accuracy after 200 steps (%)", test_result(runs, "p1_one_process")[1], 70)
 
@@ -117,8 +123,8 @@ def page4(runs, link):
     m = {j["run"]: j for j in jsonl(runs, "p4_breakdown.jsonl")}
     check("page 4: exposed communication, overlapped / bucketed after backward",
           m["overlap"]["comm_ms"] / m["no-overlap"]["comm_ms"], None, 0.85)
-    check("page 4: exposed communication, bucketed after backward / step",
-          m["no-overlap"]["comm_ms"] / m["no-overlap"]["step_ms"], 0.4)
+    check("page 4: step time, overlapped / bucketed after backward",
+          m["overlap"]["step_ms"] / m["no-overlap"]["step_ms"], None, 1.0)
 
 
 def page5(runs, link):
@@ -173,6 +179,24 @@ def page8(runs, link):
     check_true("page 8: at 2 workers MiCRO and Top-k < dense",
                max(at("micro", 2), at("topk", 2)) < at("dense", 2),
                f"{at('dense', 2):.0f} {at('micro', 2):.0f} {at('topk', 2):.0f} ms")
+
+
+def page9(runs, link):
+    recs = jsonl(runs, "p9_algorithms.jsonl")
+    check_true("page 9: every algorithm's sum equals MPI_Allreduce's", all(r["ok"] for r in recs),
+               f"{len(recs)} results")
+    sent = {(r["algo"], r["ranks"], r["bytes"]): r["sent_bytes"] for r in recs}
+    check("page 9: ring sends 2 (P-1)/P n on 8 ranks (256 KB)",
+          sent[("ring", 8, 262144)] / (2 * 7 / 8 * 262144), 0.999, 1.001)
+    check("page 9: recursive doubling sends log2 P n on 8 ranks (256 KB)",
+          sent[("recursive_doubling", 8, 262144)] / (3 * 262144), 1.0, 1.0)
+    if not link:
+        print("skip page 9: the order on the shared link (needs the 100 Mbit/s link)")
+        return
+    ms = {(r["algo"], r["ranks"], r["bytes"]): r["median_ms"] for r in recs}
+    for P in (4, 8):
+        check(f"page 9: 256 KB on {P} ranks, recursive doubling / ring",
+              ms[("recursive_doubling", P, 262144)] / ms[("ring", P, 262144)], 1.05, 2.5)
 
 
 def main():

@@ -49,6 +49,7 @@ case $page in
      need img/06-build-up.png ;;
   7) finished p7_exdyna_np4 p7_sidco_e_np4; need img/07-balance-sidco.png img/07-padding.png ;;
   8) need p8_comm_np2_link.jsonl p8_sparsifiers.json p8_projection.jsonl img/08-scaling.png ;;
+  9) need p9_algorithms.jsonl img/09-allreduce.png ;;
   *) echo "pages_test: no page $page" >&2; exit 2 ;;
 esac
 link=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every tutorial page's command (docs/tutorial/) and draws every figure of the pages.
 #   scripts/tutorial_figures.sh BUILD_DIR [--page N]... [--quick] [--runs DIR] [--img DIR]
-# --page N    only page N (repeatable; default all nine, in order)
+# --page N    only page N (repeatable; default all ten, in order)
 # --quick     CI length (tests/tutorial/pages_test.sh): fewer iterations; figures go to
 #             RUNS/img instead of docs/tutorial/img unless --img is given
 # --runs DIR  run folders (default runs/tutorial)
@@ -26,7 +26,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "tutorial_figures: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9)
+[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10)
 [[ -n $img ]] || { [[ $quick == 1 ]] && img=$runs/img || img=$root/docs/tutorial/img; }
 mkdir -p "$runs" "$img"
 runs=$(cd "$runs" && pwd)
@@ -211,6 +211,25 @@ page9() {
   done
   $PY scripts/tutorial_plots.py algos "$runs/p9_algorithms.jsonl" \
     --title "allreduce algorithms${LINK:+, 100 Mbit/s shared link}" -o "$img/09-allreduce.png"
+}
+
+page10() {
+  say 10 "gradient accumulation, mixed precision and the 16-bit exchange"
+  local iters
+  iters=$(long 200 20)
+  # The same 32 images per rank and step: one batch of 32, or two micro-batches of 16.
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --max-iters "$iters" --out "$runs/p10_fp32"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" -b 16 --accum-steps 2 --max-iters "$iters" \
+    --out "$runs/p10_accum2"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --precision bf16 --max-iters "$iters" \
+    --out "$runs/p10_bf16"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --precision fp16 --max-iters "$iters" \
+    --out "$runs/p10_fp16"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --comm-dtype bf16 --max-iters "$iters" \
+    --out "$runs/p10_wire_bf16"
+  $PY scripts/plot.py fp32="$runs/p10_fp32" "accumulate 2 x 16=$runs/p10_accum2" \
+    "bf16 arithmetic=$runs/p10_bf16" "fp16 arithmetic=$runs/p10_fp16" \
+    "bf16 exchange=$runs/p10_wire_bf16" --smooth 10 -o "$img/10-accum-precision.png"
 }
 
 for p in "${pages[@]}"; do

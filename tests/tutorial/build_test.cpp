@@ -1,0 +1,136 @@
+// The build-it-yourself steps (docs/tutorial/build/) against the production code: the
+// same gradients on every rank go through the step's exchange and through sparsetrain's
+// Reducer, and the averaged gradients (and bucket plans) must agree. Runs on 2, 3 and 4
+// ranks (ctest tutorial_build_stepN_npP).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/reducer.h"
+#include "docs/tutorial/build/diy.h"
+#include "layers/flat_params.h"
+#include "layers/layer.h"
+
+namespace st::test {
+namespace {
+
+Communicator& world() {
+  static std::unique_ptr<Communicator> comm = make_communicator("auto");
+  return *comm;
+}
+
+// Parameters of uneven sizes, registered first layer first; backward does nothing (the
+// test announces the gradients, last parameter first, as a real backward would).
+const std::vector<long> kSizes = {300, 20, 1000, 5, 64, 700, 16};
+
+std::string param_name(size_t i) {
+  char name[32];
+  std::snprintf(name, sizeof name, "p%zu", i);
+  return name;
+}
+
+class Params : public Layer {
+ public:
+  Params() {
+    for (size_t i = 0; i < kSizes.size(); ++i)
+      p_.push_back(&add_param(param_name(i), Shape{kSizes[i]}, ParamKind::Weight));
+  }
+  std::string describe() const override { return "Params"; }
+  Param& p(size_t i) { return *p_[i]; }
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override { return x; }
+  Tensor backward_cpu(const Tensor& dy) override { return dy; }
+
+ private:
+  std::vector<Param*> p_;
+};
+
+// Rank r's gradient at iteration t: differs per rank, parameter, position and step.
+diy::Grads gradients(int r, int t) {
+  diy::Grads g(kSizes.size());
+  for (size_t p = 0; p < kSizes.size(); ++p)
+    for (long i = 0; i < kSizes[p]; ++i)
+      g[p].push_back(static_cast<float>(std::sin(0.37 * i + 1.3 * p + 0.71 * r + 2.1 * t)));
+  return g;
+}
+
+// The production exchange of the same gradients.
+diy::Grads production(Reducer& reducer, FlatParams& flat, Params& net, const diy::Grads& g) {
+  flat.zero_grads();
+  reducer.begin_backward();
+  for (size_t p = kSizes.size(); p-- > 0;) {
+    float* dst = net.p(p).grad.f32();
+    for (long i = 0; i < kSizes[p]; ++i) dst[i] = g[p][i];
+    net.p(p).mark_grad_ready();
+  }
+  reducer.finalize();
+  diy::Grads out(kSizes.size());
+  for (size_t p = 0; p < kSizes.size(); ++p) out[p] = net.p(p).grad.to_vector();
+  return out;
+}
+
+void expect_same(const diy::Grads& mine, const diy::Grads& theirs) {
+  for (size_t p = 0; p < kSizes.size(); ++p)
+    for (long i = 0; i < kSizes[p]; ++i)
+      ASSERT_NEAR(mine[p][i], theirs[p][i], 1e-6) << "parameter " << p << ", position " << i;
+}
+
+void compare(const ReducerOptions& o, void (*exchange)(diy::Grads&, MPI_Comm)) {
+  Params net;
+  FlatParams flat(net, Device::cpu());
+  Reducer reducer(flat, world(), std::make_shared<AllreduceHook>(), o);
+  for (int t = 0; t < 3; ++t) {
+    diy::Grads mine = gradients(world().rank(), t);
+    const diy::Grads theirs = production(reducer, flat, net, mine);
+    exchange(mine, MPI_COMM_WORLD);
+    expect_same(mine, theirs);
+  }
+}
+
+TEST(Build, Step1NaiveAllreduce) {
+  ReducerOptions o;
+  o.first_bucket_mb = o.bucket_cap_mb = 1e-9;  // page 2's naive flags
+  o.defer_until_finalize = true;
+  compare(o, diy::naive_exchange);
+}
+
+// 1 KiB first bucket, 4 KiB after: uneven buckets, and a parameter (p2) above the cap.
+constexpr double kFirst = 1024.0, kCap = 4096.0;
+
+void step2(diy::Grads& g, MPI_Comm comm) {
+  std::vector<long> sizes(kSizes.begin(), kSizes.end());
+  diy::bucketed_exchange(g, diy::plan_buckets(sizes, kFirst, kCap), comm);
+}
+
+TEST(Build, Step2BucketPlanMatchesTheReducers) {
+  Params net;
+  FlatParams flat(net, Device::cpu());
+  ReducerOptions o;
+  o.first_bucket_mb = kFirst / (1 << 20);
+  o.bucket_cap_mb = kCap / (1 << 20);
+  Reducer reducer(flat, world(), std::make_shared<AllreduceHook>(), o);
+  const std::vector<diy::Bucket> plan = diy::plan_buckets(kSizes, kFirst, kCap);
+  ASSERT_EQ(plan.size(), reducer.buckets().size());
+  for (size_t b = 0; b < plan.size(); ++b) {
+    EXPECT_EQ(plan[b].numel, reducer.buckets()[b].numel) << "bucket " << b;
+    ASSERT_EQ(plan[b].params.size(), reducer.buckets()[b].params.size()) << "bucket " << b;
+    for (size_t i = 0; i < plan[b].params.size(); ++i)
+      EXPECT_EQ(param_name(plan[b].params[i]), reducer.buckets()[b].params[i]->name);
+  }
+}
+
+TEST(Build, Step2BucketedAllreduce) {
+  ReducerOptions o;
+  o.first_bucket_mb = kFirst / (1 << 20);
+  o.bucket_cap_mb = kCap / (1 << 20);
+  compare(o, step2);
+}
+
+}  // namespace
+}  // namespace st::test

@@ -189,6 +189,20 @@ MUTANTS = [
         ("sparsify/sidco_fit.cpp", "  return -mean * std::log(delta);\n",
          "  return -mean * std::log10(delta);\n"),
     ]),
+    # ---- step 10: the 16-bit exchange
+    ("sixteen-bit-sum", 10, "16-bit exchange: packs without dividing by P (the sum)", [
+        ("comm/reducer.cpp", "  pack_half_on(wire_, grads, 1.0f / static_cast<float>(p), mine);\n",
+         "  pack_half_on(wire_, grads, 1.0f, mine);\n"),
+    ]),
+    ("sixteen-bit-divide-by-two", 10, "16-bit exchange: divides by 2, not P", [
+        ("comm/reducer.cpp", "  pack_half_on(wire_, grads, 1.0f / static_cast<float>(p), mine);\n",
+         "  pack_half_on(wire_, grads, 0.5f + 0.0f * static_cast<float>(p), mine);\n"),
+    ]),
+    ("sixteen-bit-own-only", 10, "16-bit exchange: adds only this rank's contribution", [
+        ("comm/reducer.cpp",
+         "  for (int64_t r = 0; r < p; ++r) add_half_on(wire_, all, r * words, grads);\n",
+         "  add_half_on(wire_, all, comm.rank() * words, grads);\n"),
+    ]),
     # ---- step 8: scripts/scaling_model.py (patched copies)
     ("ring-steps-p-minus-one", 8, "a ring allreduce in P - 1 steps", [
         ("scripts/scaling_model.py", "        return 2 * (P - 1), 2 * (P - 1) / P * nbytes * shared\n",
@@ -296,7 +310,7 @@ def run(binary, sparsetrain):
     # one, two at a time (CI has two cores; the runs mostly wait in MPI start-up).
     for step in (0, 8):
         ok, _ = step_passes(step, None, binary, sparsetrain)
-        what = "steps 1-7" if step == 0 else "step 8"
+        what = "steps 1-7 and 10" if step == 0 else "step 8"
         print(f"{'ok  ' if ok else 'FAIL'} {what}, right answers: pass")
         if not ok:
             bad.append(f"{what} fail with the right answers")

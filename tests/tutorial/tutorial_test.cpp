@@ -460,5 +460,34 @@ TEST(Step7, SidcoExponentialFitAgainstTheExactThreshold) {
   EXPECT_EQ(count(unif), 0.0) << "uniform data: eta = -0.5 ln 0.01 = 2.3 > max |x| = 1";
 }
 
+// ---- Step 10: the 16-bit exchange ---------------------------------------------------------
+// Exercise: write AllreduceHook::exchange_16bit (comm/reducer.cpp): MPI cannot sum 16-bit
+// floats, so each rank divides by P, rounds to the wire format, allgathers, and every rank
+// sums the P contributions in fp32.
+
+TEST(Step10, SixteenBitExchangeAverages) {
+  Communicator& c = world();
+  const int P = c.size(), r = c.rank();
+  // Rank r holds (r + 1) v; the average is (P + 1) / 2 v. With P a power of two every
+  // (r + 1) v / P is exact in bf16 and fp16, so the result is exact; otherwise it is
+  // within the wire format's rounding of each of the P terms.
+  const std::vector<float> v = {1.0f, -2.0f, 3.0f, 0.5f, 96.0f};
+  for (Precision wire : {Precision::BF16, Precision::F16}) {
+    std::vector<float> mine;
+    for (float x : v) mine.push_back(static_cast<float>(r + 1) * x);
+    Tensor g = Tensor::from_vector(mine, {static_cast<int64_t>(v.size())});
+    AllreduceHook hook(wire);
+    Bucket b;
+    b.numel = static_cast<int64_t>(v.size());
+    hook.exchange(b, g, c, 0);
+    const bool exact = (P & (P - 1)) == 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const float want = (P + 1) / 2.0f * v[i];
+      const float tol = exact ? 0.0f : std::fabs(want) * 2.0f * 0.00390625f;  // bf16: 2^-8
+      EXPECT_NEAR(g.f32()[i], want, tol) << precision_name(wire) << ", position " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace st::test

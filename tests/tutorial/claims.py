@@ -151,12 +151,19 @@ def page6(runs, link):
     check("page 6: Top-k on 2 ranks, actual / d", t2, 1.3, 2.0)
     check("page 6: Top-k on 4 ranks, actual / d", t4, 1.8, 3.2)
     check("page 6: Top-k build-up grows from 2 to 4 ranks (ratio)", t4 / t2, 1.1)
-    check("page 6: MiCRO on 4 ranks, actual / d", density_over_d(runs, "p6_micro_np4"), 0.7, 1.5)
+    check("page 6: MiCRO on 4 ranks, actual / d", density_over_d(runs, "p6_micro_np4"), 1.3, 2.3)
     check("page 6: MiCRO 10% steps on 4 ranks, actual / d",
           density_over_d(runs, "p6_micro_fast_np4"), 0.8, 1.3)
-    for r in ("p6_micro_np4", "p6_micro_fast_np4"):
-        check(f"page 6: {r} learns: mean loss of the last 20 steps", statistics.mean(col(runs, r, "loss")[-20:]),
-              None, 1.2)
+    for r, lo, hi in (("p6_micro_np4", 60, 100), ("p6_micro_fast_np4", 10, 35)):
+        d = col(runs, r, "sp_density")
+        check(f"page 6: {r} starts above 40 d", d[0] / 0.01, 40)
+        check(f"page 6: {r}: first step below 2 d", next(i for i, x in enumerate(d) if x < 0.02), lo, hi)
+    for r in ("p6_topk_np1", "p6_topk_np2", "p6_topk_np4", "p6_micro_np4", "p6_micro_fast_np4"):
+        check(f"page 6: {r} learns: mean loss of the last 20 steps",
+              statistics.mean(col(runs, r, "loss")[-20:]), None, 1.0)
+    for r in ("p6_topk_np4", "p6_micro_np4", "p6_micro_fast_np4"):
+        check(f"page 6: {r}: the named transient, largest loss in steps 10-25",
+              max(col(runs, r, "loss")[10:26]), 5, 20)
 
 
 def page7(runs, link):

@@ -171,7 +171,12 @@ def page7(runs, link):
     check("page 7: ExDyna padding / MiCRO padding", m["exdyna_fill_np4"]["padding"] /
           m["micro_fast_np4"]["padding"], None, 1.0)
     check("page 7: ExDyna actual / d", m["exdyna_fill_np4"]["density_over_d"], 0.8, 1.3)
-    check("page 7: SIDCo-E actual / d", m["sidco_e_np4"]["density_over_d"], None, 1.0)
+    check("page 7: MiCRO actual / d", m["micro_fast_np4"]["density_over_d"], 0.8, 1.3)
+    sidco = col(runs, "p7_sidco_e_np4", "sp_density")
+    half = sidco[len(sidco) // 2:]
+    check("page 7: SIDCo-E swings: largest / smallest second-half density", max(half) / min(half), 100)
+    check("page 7: SIDCo-E median second-half step, actual / d", statistics.median(half) / 0.01,
+          None, 0.5)
 
 
 def page8(runs, link):

@@ -192,6 +192,8 @@ def page8(runs, link):
         return
     fit = next(j["fit"] for j in recs if "fit" in j)
     check("page 8: fitted link rate (Mbit/s) for the 100 Mbit/s link", fit["rate_mbit"], 70, 160)
+    check("page 8: the fitted alpha (ms) is the burst's, not a loopback's latency",
+          fit["alpha_s"] * 1e3, 1.0)
     check("page 8: at 2 workers, sparse exchange / dense exchange (largest of Top-k, MiCRO)",
           max(comm("topk", 2), comm("micro", 2)) / comm("dense", 2), None, 0.2)
     check("page 8: at 256 workers, Top-k's exchange / the larger of dense and MiCRO",
@@ -216,6 +218,16 @@ def page9(runs, link):
     for P in (4, 8):
         check(f"page 9: 256 KB on {P} ranks, recursive doubling / ring",
               ms[("recursive_doubling", P, 262144)] / ms[("ring", P, 262144)], 1.05, 2.5)
+
+
+def page10(runs, link):
+    fp32 = test_result(runs, "p10_fp32")[0]
+    check("page 10: fp32 test loss", fp32, None, 0.6)
+    check_true("page 10: one row per optimiser step with accumulation (200, as fp32)",
+               len(rows(runs, "p10_accum2")) == len(rows(runs, "p10_fp32")) == 200)
+    for run, hi in (("p10_accum2", 0.1), ("p10_bf16", 0.05), ("p10_fp16", 0.05),
+                    ("p10_wire_bf16", 0.05)):
+        check(f"page 10: |{run} test loss - fp32|", abs(test_result(runs, run)[0] - fp32), None, hi)
 
 
 def main():

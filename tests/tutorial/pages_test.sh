@@ -50,6 +50,8 @@ case $page in
   7) finished p7_exdyna_np4 p7_sidco_e_np4; need img/07-balance-sidco.png img/07-padding.png ;;
   8) need p8_comm_np2_link.jsonl p8_sparsifiers.json p8_projection.jsonl img/08-scaling.png ;;
   9) need p9_algorithms.jsonl img/09-allreduce.png ;;
+  10) finished p10_fp32 p10_accum2 p10_bf16 p10_fp16 p10_wire_bf16
+      need img/10-accum-precision.png ;;
   *) echo "pages_test: no page $page" >&2; exit 2 ;;
 esac
 link=()

@@ -15,6 +15,8 @@
 #include "docs/tutorial/build/diy.h"
 #include "layers/flat_params.h"
 #include "layers/layer.h"
+#include "sparsify/registry.h"
+#include "sparsify/sparsify_hook.h"
 
 namespace st::test {
 namespace {
@@ -130,6 +132,33 @@ TEST(Build, Step2BucketedAllreduce) {
   o.first_bucket_mb = kFirst / (1 << 20);
   o.bucket_cap_mb = kCap / (1 << 20);
   compare(o, step2);
+}
+
+// Step 4 against SparsifyHook with Top-k on one bucket, five steps: the applied update
+// and the residual after each.
+TEST(Build, Step4TopkWithErrorFeedback) {
+  Communicator& c = world();
+  const int n = 2000;
+  const double d = 0.01;
+  SparsifierOptions o;
+  o.density = d;
+  SparsifyHook hook(make_sparsifier("topk", o), o);
+  Bucket b;
+  b.numel = n;
+  std::vector<float> residual(n, 0.0f);
+  for (int t = 0; t < 5; ++t) {
+    std::vector<float> g(n);
+    for (int i = 0; i < n; ++i)
+      g[i] = static_cast<float>(std::sin(0.37 * i + 0.71 * c.rank() + 2.1 * t) * (1.0 + 0.001 * i));
+    Tensor theirs = Tensor::from_vector(g, {n});
+    hook.exchange(b, theirs, c, t);
+    diy::topk_exchange(g, residual, d, MPI_COMM_WORLD);
+    const std::vector<float> applied = theirs.to_vector(), kept = hook.residual(0).to_vector();
+    for (int i = 0; i < n; ++i) {
+      ASSERT_NEAR(g[i], applied[i], 1e-6) << "step " << t << ", position " << i;
+      ASSERT_NEAR(residual[i], kept[i], 1e-6) << "residual, step " << t << ", position " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -134,6 +134,25 @@ TEST(Build, Step2BucketedAllreduce) {
   compare(o, step2);
 }
 
+// Step 3: the same averages as step 2, and the first bucket leaves during backward.
+void step3(diy::Grads& g, MPI_Comm comm) {
+  diy::OverlapExchanger ex(g, diy::plan_buckets(kSizes, kFirst, kCap), comm);
+  for (size_t p = kSizes.size(); p-- > 0;) {
+    ex.grad_ready(static_cast<int>(p));
+    if (p == kSizes.size() - 1) {
+      EXPECT_EQ(ex.launched(), 1) << "the first bucket ({p6}) must leave at once";
+    }
+  }
+  ex.finish();
+}
+
+TEST(Build, Step3OverlappedAllreduce) {
+  ReducerOptions o;
+  o.first_bucket_mb = kFirst / (1 << 20);
+  o.bucket_cap_mb = kCap / (1 << 20);
+  compare(o, step3);
+}
+
 // Step 4 against SparsifyHook with Top-k on one bucket, five steps: the applied update
 // and the residual after each.
 TEST(Build, Step4TopkWithErrorFeedback) {

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,9 +13,9 @@
 #include "comm/reducer.h"
 #include "docs/tutorial/build/diy.h"
 #include "layers/flat_params.h"
-#include "layers/layer.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/tutorial/params_layer.h"
 
 namespace st::test {
 namespace {
@@ -30,27 +29,8 @@ Communicator& world() {
 // test announces the gradients, last parameter first, as a real backward would).
 const std::vector<long> kSizes = {300, 20, 1000, 5, 64, 700, 16};
 
-std::string param_name(size_t i) {
-  char name[32];
-  std::snprintf(name, sizeof name, "p%zu", i);
-  return name;
-}
-
-class Params : public Layer {
- public:
-  Params() {
-    for (size_t i = 0; i < kSizes.size(); ++i)
-      p_.push_back(&add_param(param_name(i), Shape{kSizes[i]}, ParamKind::Weight));
-  }
-  std::string describe() const override { return "Params"; }
-  Param& p(size_t i) { return *p_[i]; }
-
- protected:
-  Tensor forward_cpu(const Tensor& x) override { return x; }
-  Tensor backward_cpu(const Tensor& dy) override { return dy; }
-
- private:
-  std::vector<Param*> p_;
+struct Params : ParamsLayer {
+  Params() : ParamsLayer(kSizes) {}
 };
 
 // Rank r's gradient at iteration t: differs per rank, parameter, position and step.

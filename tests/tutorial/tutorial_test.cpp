@@ -24,6 +24,7 @@
 #include "sparsify/sidco_fit.h"
 #include "sparsify/sparsify_hook.h"
 #include "tests/gradcheck.h"
+#include "tests/tutorial/params_layer.h"
 
 namespace st::test {
 namespace {
@@ -102,24 +103,10 @@ TEST(Step1, LinearPassesTheGradientCheck) {
   check_layer_gradients(fc, random_tensor({4, 5}, rng));
 }
 
-// A layer with four parameters of 256 floats (1 KiB each), registered p0..p3, so the
-// flat buffer (reverse order) holds p3, p2, p1, p0; its backward does nothing: the tests
-// announce readiness themselves, in the order they choose.
-class FourParams : public Layer {
- public:
-  FourParams() {
-    const char* names[4] = {"p0", "p1", "p2", "p3"};
-    for (int i = 0; i < 4; ++i) p_[i] = &add_param(names[i], Shape{256}, ParamKind::Weight);
-  }
-  std::string describe() const override { return "FourParams"; }
-  Param& p(int i) { return *p_[i]; }
-
- protected:
-  Tensor forward_cpu(const Tensor& x) override { return x; }
-  Tensor backward_cpu(const Tensor& dy) override { return dy; }
-
- private:
-  Param* p_[4];
+// Four parameters of 256 floats (1 KiB each), registered p0..p3, so the flat buffer
+// holds p3, p2, p1, p0.
+struct FourParams : ParamsLayer {
+  FourParams() : ParamsLayer({256, 256, 256, 256}) {}
 };
 
 // A hook that records the order of exchanges and then averages.

@@ -6,11 +6,11 @@
 #             RUNS/img instead of docs/tutorial/img unless --img is given
 # --runs DIR  run folders (default runs/tutorial)
 # --img DIR   where the PNGs go (default docs/tutorial/img)
-# The pages show these commands with `build/` as BUILD_DIR. Pages 2, 4 and 8 use the
+# The pages show these commands with `build/` as BUILD_DIR. Pages 2, 4, 8 and 9 use the
 # 100 Mbit/s link of scripts/netns_run.sh when it can be made (root and `ip netns`);
 # otherwise they run over shared memory and say so (set TUTORIAL_LINK=none to force that).
-# Needs the sparsetrain, layers_test, comm_bench and allreduce_algorithms targets, and /usr/bin/python3 with
-# matplotlib (scripts/setup.sh).
+# Needs the sparsetrain, layers_test, comm_bench and allreduce_algorithms targets, and
+# /usr/bin/python3 with matplotlib (scripts/setup.sh).
 set -euo pipefail
 [[ $# -ge 1 ]] || { sed -n '2,13p' "$0" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -12,7 +12,7 @@
 # Needs the sparsetrain, layers_test, comm_bench and allreduce_algorithms targets, and
 # /usr/bin/python3 with matplotlib (scripts/setup.sh).
 set -euo pipefail
-[[ $# -ge 1 ]] || { sed -n '2,14p' "$0" >&2; exit 2; }
+[[ $# -ge 1 ]] || { sed -n '2,13p' "$0" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 shift

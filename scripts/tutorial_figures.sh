@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every tutorial page's command (docs/tutorial/) and draws every figure of the pages.
 #   scripts/tutorial_figures.sh BUILD_DIR [--page N]... [--quick] [--runs DIR] [--img DIR]
-# --page N    only page N (repeatable; default all ten, in order)
+# --page N    only page N (repeatable; default all eleven, in order)
 # --quick     CI length (tests/tutorial/pages_test.sh): fewer iterations; figures go to
 #             RUNS/img instead of docs/tutorial/img unless --img is given
 # --runs DIR  run folders (default runs/tutorial)
@@ -26,7 +26,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "tutorial_figures: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10)
+[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10 11)
 [[ -n $img ]] || { [[ $quick == 1 ]] && img=$runs/img || img=$root/docs/tutorial/img; }
 mkdir -p "$runs" "$img"
 runs=$(cd "$runs" && pwd)
@@ -232,6 +232,14 @@ page10() {
   $PY scripts/plot.py fp32="$runs/p10_fp32" "accumulate 2 x 16=$runs/p10_accum2" \
     "bf16 arithmetic=$runs/p10_bf16" "fp16 arithmetic=$runs/p10_fp16" \
     "bf16 exchange=$runs/p10_wire_bf16" --smooth 10 -o "$img/10-accum-precision.png"
+}
+
+page11() {
+  say 11 "the GPU pipeline on the emulated accelerator: streams, the ready event, the exchange"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --device emu --first-bucket-mb 0.05 \
+    --max-iters 8 --trace-iters 2 --trace "$runs/p11_emu.json" --out "$runs/p11_emu"
+  $PY scripts/timeline.py "$runs/p11_emu.json" -o "$img/11-emu-timeline.png" --steps 1 \
+    --title "small_cnn on the emulated accelerator (--device emu), 2 buckets, 2 ranks"
 }
 
 for p in "${pages[@]}"; do

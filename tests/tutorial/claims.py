@@ -228,6 +228,23 @@ def page10(runs, link):
         check(f"page 10: |{run} test loss - fp32|", abs(test_result(runs, run)[0] - fp32), None, hi)
 
 
+def page11(runs, link):
+    with open(os.path.join(runs, "p11_emu.json")) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    stamps = {}
+    for e in events:
+        m = re.match(r"(ready|launch|dense) bucket (\d+)", e.get("name", ""))
+        if m and "ts" in e:
+            stamps.setdefault((e["pid"], int(m.group(2)), m.group(1)), []).append(e["ts"])
+    keys = sorted({(pid, b) for pid, b, _ in stamps})
+    check("page 11: buckets traced (2 ranks x 2 buckets)", len(keys), 4, 4)
+    ordered = all(stamps[(pid, b, "ready")][i] <= stamps[(pid, b, "launch")][i]
+                  <= stamps[(pid, b, "dense")][i]
+                  for pid, b in keys for i in range(len(stamps[(pid, b, "ready")])))
+    check_true("page 11: on every rank each bucket is ready, then launched, then exchanged", ordered)
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)

@@ -203,6 +203,14 @@ MUTANTS = [
          "  for (int64_t r = 0; r < p; ++r) add_half_on(wire_, all, r * words, grads);\n",
          "  add_half_on(wire_, all, comm.rank() * words, grads);\n"),
     ]),
+    # ---- step 11: the ready event (StreamPosition)
+    ("wait-does-nothing", 11, "StreamPosition::wait returns at once", [
+        ("core/stream_sync.cpp", "  if (wait_) wait_(event_.get());\n", ""),
+    ]),
+    ("event-on-another-stream", 11, "the event is recorded on a fresh stream, not the caller's", [
+        ("core/stream_sync.cpp", "    ev->record(emu::current_stream(d.index));\n",
+         "    emu::Stream other(d.index);\n    ev->record(other);\n"),
+    ]),
     # ---- step 8: scripts/scaling_model.py (patched copies)
     ("ring-steps-p-minus-one", 8, "a ring allreduce in P - 1 steps", [
         ("scripts/scaling_model.py", "        return 2 * (P - 1), 2 * (P - 1) / P * nbytes * shared\n",
@@ -290,7 +298,7 @@ def step_passes(step, name, binary, sparsetrain):
             r = subprocess.run([sys.executable, os.path.join(HERE, "scaling_exercise_test.py"),
                                 sparsetrain], env=env, capture_output=True, text=True, timeout=120)
         return r.returncode == 0, None if r.returncode == 0 else 1
-    for P in ([1] if step == 1 else [2, 3, 4]):
+    for P in ([1] if step in (1, 11) else [2, 3, 4]):
         flt = "Step*" if step == 0 else f"Step{step}.*"
         cmd = MPI + ["-np", str(P), binary, f"--gtest_filter={flt}", "--gtest_brief=1"]
         try:
@@ -310,7 +318,7 @@ def run(binary, sparsetrain):
     # one, two at a time (CI has two cores; the runs mostly wait in MPI start-up).
     for step in (0, 8):
         ok, _ = step_passes(step, None, binary, sparsetrain)
-        what = "steps 1-7 and 10" if step == 0 else "step 8"
+        what = "steps 1-7, 10 and 11" if step == 0 else "step 8"
         print(f"{'ok  ' if ok else 'FAIL'} {what}, right answers: pass")
         if not ok:
             bad.append(f"{what} fail with the right answers")

@@ -52,6 +52,7 @@ case $page in
   9) need p9_algorithms.jsonl img/09-allreduce.png ;;
   10) finished p10_fp32 p10_accum2 p10_bf16 p10_fp16 p10_wire_bf16
       need img/10-accum-precision.png ;;
+  11) finished p11_emu; need p11_emu.json img/11-emu-timeline.png ;;
   *) echo "pages_test: no page $page" >&2; exit 2 ;;
 esac
 link=()

@@ -11,10 +11,14 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
+#include "core/emu/launch.h"
+#include "core/emu/runtime.h"
+#include "core/stream_sync.h"
 #include "layers/flat_params.h"
 #include "layers/linear.h"
 #include "optim/sgd.h"
@@ -474,6 +478,35 @@ TEST(Step10, SixteenBitExchangeAverages) {
       EXPECT_NEAR(g.f32()[i], want, tol) << precision_name(wire) << ", position " << i;
     }
   }
+}
+
+// ---- Step 11: the ready event between the compute stream and the communication thread --
+// Exercise: write StreamPosition::record_current and StreamPosition::wait
+// (core/stream_sync.cpp), which Reducer::launch uses: record an event on the calling
+// thread's current stream; wait() blocks until the stream has reached it.
+
+TEST(Step11, ReadyEventOrdersTheCommunicationThreadAfterTheKernel) {
+  // Every kernel on the emulated device starts 20 ms late, as a GPU's queued work runs
+  // after the host call returned; copies are not delayed.
+  emu::set_task_delay_us(20000);
+  Tensor g = Tensor::zeros({4}, DType::F32, Device::emu(0));
+  // "Backward": a kernel queued on this thread's (compute) stream writes the gradient.
+  emu::launch(0, [g]() mutable {
+    for (int i = 0; i < 4; ++i) g.f32()[i] = 1.0f + static_cast<float>(i);
+  });
+  // The reducer's pattern: record where the compute stream is, hand that to the
+  // communication thread, which waits for it before it reads the gradient.
+  const StreamPosition ready = StreamPosition::record_current(g.device());
+  std::vector<float> seen;
+  std::thread comm([&] {
+    ready.wait();
+    seen = g.to(Device::cpu()).to_vector();  // a copy on this thread's own stream
+  });
+  comm.join();
+  emu::set_task_delay_us(0);
+  synchronize_current_stream(g.device());
+  EXPECT_EQ(seen, (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}))
+      << "the communication thread read the gradient before the kernel that writes it ran";
 }
 
 }  // namespace

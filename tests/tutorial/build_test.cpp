@@ -160,5 +160,36 @@ TEST(Build, Step4TopkWithErrorFeedback) {
   }
 }
 
+// Step 5 against SparsifyHook with MiCRO on one bucket, 12 steps (tau starts low, so the
+// first steps send many values; the rule then moves it): update, residual and tau.
+TEST(Build, Step5ThresholdRule) {
+  Communicator& c = world();
+  const int n = 2000;
+  const double d = 0.01;
+  SparsifierOptions o;
+  o.density = d;
+  SparsifyHook hook(make_sparsifier("micro", o), o);
+  Bucket b;
+  b.numel = n;
+  diy::ThresholdState state;
+  for (int t = 0; t < 12; ++t) {
+    std::vector<float> g(n);
+    for (int i = 0; i < n; ++i)
+      g[i] = static_cast<float>(0.05 * std::sin(0.37 * i + 0.71 * c.rank() + 2.1 * t));
+    Tensor theirs = Tensor::from_vector(g, {n});
+    hook.exchange(b, theirs, c, t);
+    const SparsifyStats st = hook.take_stats().at(0);
+    // The threshold this step uses: tau_0 = 1 / (2 sqrt(k)) at the start, k = 20 here.
+    const double used = state.tau < 0 ? 1.0 / (2.0 * std::sqrt(20.0)) : state.tau;
+    EXPECT_NEAR(st.threshold, used, 1e-12) << "step " << t;
+    diy::threshold_exchange(g, state, d, MPI_COMM_WORLD);
+    const std::vector<float> applied = theirs.to_vector(), kept = hook.residual(0).to_vector();
+    for (int i = 0; i < n; ++i) {
+      ASSERT_NEAR(g[i], applied[i], 1e-6) << "step " << t << ", position " << i;
+      ASSERT_NEAR(state.residual[i], kept[i], 1e-6) << "residual, step " << t << ", position " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace st::test

@@ -96,9 +96,10 @@ def page2(runs, link):
     if not link:
         print("skip page 2: exposed communication (needs the 100 Mbit/s link)")
         return
-    comm = median_from(col(runs, "p2_naive", "comm_ms"))
-    compute = median_from(col(runs, "p2_naive", "fwd_ms")) + median_from(col(runs, "p2_naive", "bwd_ms"))
-    check("page 2: exposed communication / (forward + backward)", comm / compute, 1.0)
+    # 2 ranks' ring allreduce of ResNet-20's 1.03 MB puts 2 x 1.03 MB through the one
+    # shared 100 Mbit/s loopback: 165 ms a step at least, however fast the CPU is.
+    check("page 2: exposed communication per step (ms), the link's floor",
+          median_from(col(runs, "p2_naive", "comm_ms")), 150)
 
 
 def page3(runs, link):

@@ -9,7 +9,7 @@ scripts/tutorial_figures.sh):
       optimiser and the rest (iterations.csv of each run folder)
   tutorial_plots.py algos RESULTS.jsonl ... -o PNG
       median time of each allreduce algorithm against the buffer size, one panel per rank
-      count (output of docs/tutorial/build/allreduce_algorithms.cpp)
+      count (output of docs/tutorial/diy/allreduce_algorithms.cpp)
   tutorial_plots.py balance NAME=RUN ... -o PNG
       second-half means of each sparsified run's padding overhead and actual density / d
   tutorial_plots.py scaling --comm COMM.jsonl --run NAME=RUN ... --n N -o PNG [--alpha-us A]
@@ -151,7 +151,7 @@ def balance(a):
 
 
 def algos(a):
-    """allreduce_algorithms output (docs/tutorial/build/): median ms vs bytes per algorithm,
+    """allreduce_algorithms output (docs/tutorial/diy/): median ms vs bytes per algorithm,
     one panel per rank count."""
     recs = []
     for path in a.results:

@@ -1,4 +1,4 @@
-// The build-it-yourself steps (docs/tutorial/build/) against the production code: the
+// The build-it-yourself steps (docs/tutorial/diy/) against the production code: the
 // same gradients on every rank go through the step's exchange and through sparsetrain's
 // Reducer, and the averaged gradients (and bucket plans) must agree. Runs on 2, 3 and 4
 // ranks (ctest tutorial_build_stepN_npP).
@@ -11,7 +11,7 @@
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
-#include "docs/tutorial/build/diy.h"
+#include "docs/tutorial/diy/diy.h"
 #include "layers/flat_params.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"

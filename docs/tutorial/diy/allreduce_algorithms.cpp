@@ -27,6 +27,14 @@ std::pair<int, int> chunk(int n, int P, int c) {
   return {begin, begin + q + (c < r ? 1 : 0)};
 }
 
+// (P, this rank) of a communicator.
+std::pair<int, int> group(MPI_Comm comm) {
+  int P = 1, r = 0;
+  MPI_Comm_size(comm, &P);
+  MPI_Comm_rank(comm, &r);
+  return {P, r};
+}
+
 void add(float* into, const float* from, int count) {
   for (int i = 0; i < count; ++i) into[i] += from[i];
 }
@@ -35,9 +43,7 @@ void add(float* into, const float* from, int count) {
 // them rank r holds the full sum of chunk r+1), then allgather (P-1 steps: pass the
 // finished chunks around). Each rank sends 2 (P-1)/P of the buffer: bandwidth-optimal.
 Cost ring(std::vector<float>& x, MPI_Comm comm) {
-  int P, r;
-  MPI_Comm_size(comm, &P);
-  MPI_Comm_rank(comm, &r);
+  const auto [P, r] = group(comm);
   const int n = static_cast<int>(x.size()), right = (r + 1) % P, left = (r + P - 1) % P;
   std::vector<float> in(n / P + 1);
   Cost cost;
@@ -65,21 +71,14 @@ Cost ring(std::vector<float>& x, MPI_Comm comm) {
 // rank whose number differs in bit k and add. log2 P steps, each sending all n: few
 // latencies, many bytes. Other P: not run (MPI libraries fold the extra ranks in first).
 Cost recursive_doubling(std::vector<float>& x, MPI_Comm comm) {
-  int P, r;
-  MPI_Comm_size(comm, &P);
-  MPI_Comm_rank(comm, &r);
+  const auto [P, r] = group(comm);
   const int n = static_cast<int>(x.size());
   std::vector<float> in(n);
   Cost cost;
   for (int mask = 1; mask < P; mask <<= 1) {
     MPI_Sendrecv(x.data(), n, MPI_FLOAT, r ^ mask, 2, in.data(), n, MPI_FLOAT, r ^ mask, 2, comm,
                  MPI_STATUS_IGNORE);
-    // Both partners must add in the same order, or their sums differ in the last bit.
-    if (r & mask) {
-      for (int i = 0; i < n; ++i) x[i] = in[i] + x[i];
-    } else {
-      add(x.data(), in.data(), n);
-    }
+    add(x.data(), in.data(), n);  // a + b == b + a exactly: both partners agree
     cost.sent += 4.0 * n;
     ++cost.steps;
   }
@@ -89,9 +88,7 @@ Cost recursive_doubling(std::vector<float>& x, MPI_Comm comm) {
 // Tree: a binomial-tree reduce to rank 0, then a binomial-tree broadcast back.
 // 2 ceil(log2 P) steps, each moving the whole buffer; rank 0's link carries it log2 P times.
 Cost tree(std::vector<float>& x, MPI_Comm comm) {
-  int P, r;
-  MPI_Comm_size(comm, &P);
-  MPI_Comm_rank(comm, &r);
+  const auto [P, r] = group(comm);
   const int n = static_cast<int>(x.size());
   std::vector<float> in(n);
   Cost cost;

@@ -191,8 +191,6 @@ def page8(runs, link):
         return
     fit = next(j["fit"] for j in recs if "fit" in j)
     check("page 8: fitted link rate (Mbit/s) for the 100 Mbit/s link", fit["rate_mbit"], 70, 160)
-    check("page 8: the fitted alpha (ms) is the burst's, not a loopback's latency",
-          fit["alpha_s"] * 1e3, 0.2)
     check("page 8: at 2 workers, sparse exchange / dense exchange (largest of Top-k, MiCRO)",
           max(comm("topk", 2), comm("micro", 2)) / comm("dense", 2), None, 0.2)
     check("page 8: at 256 workers, Top-k's exchange / the larger of dense and MiCRO",

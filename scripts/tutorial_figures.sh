@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Runs every tutorial page's command (docs/tutorial/) and draws every figure of the pages.
 #   scripts/tutorial_figures.sh BUILD_DIR [--page N]... [--quick] [--runs DIR] [--img DIR]
-# --page N    only page N (repeatable; default all eight, in order)
+# --page N    only page N (repeatable; default all eleven, in order)
 # --quick     CI length (tests/tutorial/pages_test.sh): fewer iterations; figures go to
 #             RUNS/img instead of docs/tutorial/img unless --img is given
 # --runs DIR  run folders (default runs/tutorial)
 # --img DIR   where the PNGs go (default docs/tutorial/img)
-# The pages show these commands with `build/` as BUILD_DIR. Pages 2, 4 and 8 use the
+# The pages show these commands with `build/` as BUILD_DIR. Pages 2, 4, 8 and 9 use the
 # 100 Mbit/s link of scripts/netns_run.sh when it can be made (root and `ip netns`);
 # otherwise they run over shared memory and say so (set TUTORIAL_LINK=none to force that).
-# Needs the sparsetrain, layers_test and comm_bench targets, and /usr/bin/python3 with
-# matplotlib (scripts/setup.sh).
+# Needs the sparsetrain, layers_test, comm_bench and allreduce_algorithms targets, and
+# /usr/bin/python3 with matplotlib (scripts/setup.sh).
 set -euo pipefail
 [[ $# -ge 1 ]] || { sed -n '2,13p' "$0" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +26,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "tutorial_figures: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8)
+[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10 11)
 [[ -n $img ]] || { [[ $quick == 1 ]] && img=$runs/img || img=$root/docs/tutorial/img; }
 mkdir -p "$runs" "$img"
 runs=$(cd "$runs" && pwd)
@@ -40,8 +40,12 @@ MPI=(mpirun --allow-run-as-root --oversubscribe)
 # Quick mode shortens every run; the long values are what the pages show.
 long() { [[ $quick == 1 ]] && echo "$2" || echo "$1"; }
 # Fashion-MNIST, a slice of it, one thread per rank, no progress lines.
-DATA=(--dataset fashion-mnist --train-subset 6400 --test-subset 500 --eval-batches 4 --epochs 20
-      -b 32 --workers 1 -q --overwrite)
+# A linear learning-rate warm-up over the first quarter epoch keeps the first steps from
+# blowing the loss up (without it, loss 2.5 -> 24 in the first 4 steps at --lr 0.05).
+# Batches of 32 (page 10 also runs two micro-batches of 16: NODATA_B).
+NODATA_B=(--dataset fashion-mnist --train-subset 6400 --test-subset 500 --eval-batches 4 --epochs 20
+          --workers 1 -q --overwrite --warmup-epochs 0.25)
+DATA=("${NODATA_B[@]}" -b 32)
 
 # The 100 Mbit/s link: a private network namespace (root only), else shared memory.
 LINK=()
@@ -53,6 +57,9 @@ else
        "run over shared memory, without the 100 Mbit/s link" >&2
   MPI_LINK=("${MPI[@]}")
 fi
+# Which link pages 2, 4 and 8 used: tests/tutorial/claims.py checks the timing claims only
+# with the link.
+if [[ ${#LINK[@]} -gt 0 ]]; then echo "${TUTORIAL_LINK:-100mbit}"; else echo none; fi > "$runs/link.txt"
 say() { echo "== tutorial page $1: $2"; }
 
 page1() {
@@ -88,6 +95,8 @@ page3() {
     > "$runs/p3_plan_fine.txt" 2>&1
   "$ST" train "${R20[@]}" "${NAIVE[@]}" --print-buckets --max-iters 1 --out "$runs/p3_naive" \
     > "$runs/p3_plan_naive.txt" 2>&1
+  "$ST" train "${R20[@]}" --first-bucket-mb 0.1 --bucket-cap-mb 0.1 --print-buckets --max-iters 1 \
+    --out "$runs/p3_cap01" > "$runs/p3_plan_cap01.txt" 2>&1
   grep bucket "$runs/p3_plan_fine.txt" | cut -c1-110
   $PY scripts/tutorial_plots.py plan "default (1 MB, 25 MB)=$runs/p3_plan_default.txt" \
     "--first-bucket-mb 0.1 --bucket-cap-mb 0.25=$runs/p3_plan_fine.txt" \
@@ -99,18 +108,22 @@ page4() {
   local iters
   iters=$(long 20 10)
   "${LINK[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train "${R20[@]}" "${NAIVE[@]}" --max-iters "$iters" \
-    --trace "$runs/p4_naive.json" --out "$runs/p4_naive"
+    --trace "$runs/p4_naive.json" --out "$runs/p4_naive" \
+    | tee "$runs/p4_naive.summary.json"
   "${LINK[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train "${R20[@]}" "${BUCKETS[@]}" --no-overlap \
-    --max-iters "$iters" --trace "$runs/p4_no_overlap.json" --out "$runs/p4_no_overlap"
+    --max-iters "$iters" --trace "$runs/p4_no_overlap.json" --out "$runs/p4_no_overlap" \
+    | tee "$runs/p4_no_overlap.summary.json"
   "${LINK[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train "${R20[@]}" "${BUCKETS[@]}" \
-    --max-iters "$iters" --trace "$runs/p4_overlap.json" --out "$runs/p4_overlap"
+    --max-iters "$iters" --trace "$runs/p4_overlap.json" --out "$runs/p4_overlap" \
+    | tee "$runs/p4_overlap.summary.json"
   $PY scripts/timeline.py "$runs/p4_no_overlap.json" -o "$img/04-no-overlap-timeline.png" \
     --steps 1 --title "bucketed, --no-overlap: 7 buckets exchanged after backward, 2 ranks"
   $PY scripts/timeline.py "$runs/p4_overlap.json" -o "$img/04-overlap-timeline.png" \
     --steps 1 --title "bucketed with overlap (default): buckets leave while backward runs, 2 ranks"
   $PY scripts/tutorial_plots.py breakdown naive="$runs/p4_naive" \
     no-overlap="$runs/p4_no_overlap" overlap="$runs/p4_overlap" --warmup 5 \
-    --title "ResNet-20, 2 ranks${LINK:+, 100 Mbit/s link}" -o "$img/04-step-breakdown.png"
+    --title "ResNet-20, 2 ranks${LINK:+, 100 Mbit/s link}" -o "$img/04-step-breakdown.png" \
+    | tee "$runs/p4_breakdown.jsonl"
 }
 
 SMALL=(--arch small_cnn "${DATA[@]}" --threads 1 --lr 0.05)
@@ -127,9 +140,16 @@ page5() {
     "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --sparsifier "$sp" --density 0.01 --sp ef=off \
       --max-iters "$iters" --out "$runs/p5_${sp}_no_ef"
   done
+  # Error feedback with momentum: Random-k with the optimiser's momentum off, and DGC's
+  # momentum correction (momentum inside the method, the optimiser's off).
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --sparsifier randomk --density 0.01 --momentum 0 \
+    --max-iters "$iters" --out "$runs/p5_randomk_m0"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --sparsifier dgc --density 0.01 --momentum 0 \
+    --sp momentum=0.9 --max-iters "$iters" --out "$runs/p5_dgc_mc"
   $PY scripts/plot.py dense="$runs/p5_none" topk="$runs/p5_topk" \
     "topk, no EF=$runs/p5_topk_no_ef" randomk="$runs/p5_randomk" \
-    "randomk, no EF=$runs/p5_randomk_no_ef" --smooth 10 -o "$img/05-topk-randomk.png"
+    "randomk, no EF=$runs/p5_randomk_no_ef" "randomk, momentum 0=$runs/p5_randomk_m0" \
+    "dgc, momentum correction=$runs/p5_dgc_mc" --smooth 10 -o "$img/05-topk-randomk.png"
 }
 
 page6() {
@@ -162,6 +182,9 @@ page7() {
   $PY scripts/plot_density.py micro_fast_np4="$runs/p6_micro_fast_np4" \
     exdyna_fill_np4="$runs/p7_exdyna_np4" sidco_e_np4="$runs/p7_sidco_e_np4" --smooth 5 \
     -o "$img/07-balance-sidco.png"
+  $PY scripts/tutorial_plots.py balance micro_fast_np4="$runs/p6_micro_fast_np4" \
+    exdyna_fill_np4="$runs/p7_exdyna_np4" sidco_e_np4="$runs/p7_sidco_e_np4" \
+    -o "$img/07-padding.png" | tee "$runs/p7_balance.jsonl"
 }
 
 page8() {
@@ -177,7 +200,46 @@ page8() {
   $PY scripts/tutorial_plots.py scaling --comm "$runs/p8_comm_np2_link.jsonl" \
     --sparsifiers-json "$runs/p8_sparsifiers.json" --n 50282 --alpha-us 50 \
     --run dense="$runs/p5_none" topk="$runs/p6_topk_np4" micro="$runs/p6_micro_fast_np4" \
-    -o "$img/08-scaling.png"
+    --shared-compute dense -o "$img/08-scaling.png" | tee "$runs/p8_projection.jsonl"
+}
+
+page9() {
+  say 9 "how an allreduce works: ring, tree, recursive doubling against MPI_Allreduce"
+  local np
+  rm -f "$runs/p9_algorithms.jsonl"
+  for np in 2 4 8; do
+    "${LINK[@]}" "${MPI_LINK[@]}" -np $np "$build/tests/allreduce_algorithms" --min-bytes 4096 \
+      --max-bytes 262144 --reps "$(long 5 3)" >> "$runs/p9_algorithms.jsonl"
+  done
+  $PY scripts/tutorial_plots.py algos "$runs/p9_algorithms.jsonl" \
+    --title "allreduce algorithms${LINK:+, 100 Mbit/s shared link}" -o "$img/09-allreduce.png"
+}
+
+page10() {
+  say 10 "gradient accumulation, mixed precision and the 16-bit exchange"
+  local iters
+  iters=$(long 200 20)
+  # The same 32 images per rank and step: one batch of 32, or two micro-batches of 16.
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --max-iters "$iters" --out "$runs/p10_fp32"
+  "${MPI[@]}" -np 2 "$ST" train --arch small_cnn "${NODATA_B[@]}" --threads 1 --lr 0.05 -b 16 \
+    --accum-steps 2 --max-iters "$iters" --out "$runs/p10_accum2"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --precision bf16 --max-iters "$iters" \
+    --out "$runs/p10_bf16"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --precision fp16 --max-iters "$iters" \
+    --out "$runs/p10_fp16"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --comm-dtype bf16 --max-iters "$iters" \
+    --out "$runs/p10_wire_bf16"
+  $PY scripts/plot.py fp32="$runs/p10_fp32" "accumulate 2 x 16=$runs/p10_accum2" \
+    "bf16 arithmetic=$runs/p10_bf16" "fp16 arithmetic=$runs/p10_fp16" \
+    "bf16 exchange=$runs/p10_wire_bf16" --smooth 10 -o "$img/10-accum-precision.png"
+}
+
+page11() {
+  say 11 "the GPU pipeline on the emulated accelerator: streams, the ready event, the exchange"
+  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --device emu --first-bucket-mb 0.05 \
+    --max-iters 8 --trace-iters 2 --trace "$runs/p11_emu.json" --out "$runs/p11_emu"
+  $PY scripts/timeline.py "$runs/p11_emu.json" -o "$img/11-emu-timeline.png" --steps 1 \
+    --title "small_cnn on the emulated accelerator (--device emu), 2 buckets, 2 ranks"
 }
 
 for p in "${pages[@]}"; do

@@ -7,9 +7,15 @@ scripts/tutorial_figures.sh):
   tutorial_plots.py breakdown NAME=RUN ... -o PNG [--warmup 5]
       median step time of each run split into forward, backward, exposed communication,
       optimiser and the rest (iterations.csv of each run folder)
+  tutorial_plots.py algos RESULTS.jsonl ... -o PNG
+      median time of each allreduce algorithm against the buffer size, one panel per rank
+      count (output of docs/tutorial/diy/allreduce_algorithms.cpp)
+  tutorial_plots.py balance NAME=RUN ... -o PNG
+      second-half means of each sparsified run's padding overhead and actual density / d
   tutorial_plots.py scaling --comm COMM.jsonl --run NAME=RUN ... --n N -o PNG [--alpha-us A]
       fits the link's alpha and beta to comm_bench output (scripts/scaling_model.py) and
-      projects each measured run's iteration time to 2..256 workers on a switched network
+      projects each measured run's iteration time to 2..256 workers on a switched network;
+      --shared-compute NAME gives every curve NAME's compute time
 Needs matplotlib (Debian's python3-matplotlib).
 """
 import argparse
@@ -110,6 +116,67 @@ def breakdown(a):
     print(f"tutorial_plots: wrote {a.out}")
 
 
+def second_half(run, key):
+    rows = read_iters(run)
+    vals = [float(r[key]) for r in rows[len(rows) // 2:] if r.get(key, "") != ""]
+    return statistics.mean(vals) if vals else float("nan")
+
+
+def balance(a):
+    """Second-half means of the padding overhead and of actual density / d, one bar each:
+    the per-step padding curves of these runs swing more than they differ."""
+    runs = [(name, path) for name, path in map(named, a.runs)]
+    fig, (pad_ax, dens_ax) = plt.subplots(1, 2, figsize=(10, 1.4 + 0.55 * len(runs)), sharey=True)
+    for i, (name, path) in enumerate(runs):
+        with open(os.path.join(path, "config.json")) as f:
+            d = float(json.load(f).get("density", 0.01))
+        pad, dens = second_half(path, "sp_padding"), second_half(path, "sp_density") / d
+        color = plt.cm.tab10(i % 10)
+        pad_ax.barh(i, pad, color=color)
+        pad_ax.text(pad, i, f" {pad:.2f}", va="center", fontsize=8)
+        dens_ax.barh(i, dens, color=color)
+        dens_ax.text(dens, i, f" {dens:.2f}", va="center", fontsize=8)
+        print(json.dumps({"run": name, "padding": round(pad, 4), "density_over_d": round(dens, 4)}))
+    pad_ax.set_yticks(range(len(runs)))
+    pad_ax.set_yticklabels([n for n, _ in runs])
+    pad_ax.invert_yaxis()
+    pad_ax.set_xlabel("padding overhead max_i k_i P / sum_i k_i - 1\n(second-half mean)")
+    dens_ax.set_xlabel("actual density / d (second-half mean)")
+    dens_ax.axvline(1.0, color="black", lw=0.8, ls="--")
+    for ax in (pad_ax, dens_ax):
+        ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=110)
+    print(f"tutorial_plots: wrote {a.out}")
+
+
+def algos(a):
+    """allreduce_algorithms output (docs/tutorial/diy/): median ms vs bytes per algorithm,
+    one panel per rank count."""
+    recs = []
+    for path in a.results:
+        with open(path) as f:
+            recs += [json.loads(line) for line in f if line.startswith("{")]
+    ranks = sorted({r["ranks"] for r in recs})
+    fig, axes = plt.subplots(1, len(ranks), figsize=(4 * len(ranks), 3.6), squeeze=False)
+    for ax, P in zip(axes[0], ranks):
+        for name in ("mpi", "ring", "tree", "recursive_doubling"):
+            pts = sorted((r["bytes"], r["median_ms"], r["steps"]) for r in recs
+                         if r["ranks"] == P and r["algo"] == name)
+            if pts:
+                label = name if name == "mpi" else f"{name} ({pts[0][2]} steps)"
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set(xscale="log", yscale="log", xlabel="bytes per rank", title=f"{P} ranks")
+        ax.grid(True, which="both", color="#e0e0e0", lw=0.5)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_ylabel("median ms per allreduce")
+    if a.title:
+        fig.suptitle(a.title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=110)
+    print(f"tutorial_plots: wrote {a.out}")
+
+
 def run_stats(run, warmup, n):
     """A measured run's compute and exchange sizes in the form scaling_model.py takes."""
     with open(os.path.join(run, "config.json")) as f:
@@ -133,19 +200,32 @@ def scaling(a):
     if a.alpha_us is not None:
         fit["alpha_s"] = a.alpha_us * 1e-6
     workers = [2, 4, 8, 16, 32, 64, 128, 256]
+    runs = [(name, *run_stats(path, a.warmup, a.n)) for name, path in map(named, a.run)]
+    # One compute time for every curve (the first run's, or --shared-compute's): each run's
+    # own measured compute is noisy on a shared machine (tens of ms between reruns), more
+    # than the exchanges the model compares, so the curves differ by communication only.
+    shared = next((r for r in runs if r[0] == a.shared_compute), runs[0]) \
+        if a.shared_compute is not None else None
+    if shared is not None:
+        print(json.dumps({"shared_compute_ms": round(sm.compute_ms(shared[1]), 2),
+                          "from": shared[0]}))
     fig, ax = plt.subplots(figsize=(8, 4.6))
-    for name, path in map(named, a.run):
-        row, ranks, stats = run_stats(path, a.warmup, a.n)
-        compute = sm.compute_ms(row) / 1e3 + (row["sp_select_ms"] + row["sp_decode_ms"]) / 1e3
+    for name, row, ranks, stats in runs:
+        if shared is not None:
+            compute = sm.compute_ms(shared[1]) / 1e3
+        else:
+            compute = sm.compute_ms(row) / 1e3 + (row["sp_select_ms"] + row["sp_decode_ms"]) / 1e3
         d = row["density"]
-        ys = []
+        ys, comms = [], []
         for P in workers:
             s = sm.project_stats(row["sparsifier"], stats, ranks, P, a.n, d) if stats else {}
             comm = sm.exchange_time(row["sparsifier"], P, a.n, s, fit["alpha_s"],
                                     fit["beta_s_per_byte"], "switched")
             ys.append((compute + comm) * 1e3)
-        ax.plot(workers, ys, marker="o", label=f"{name} (measured on {ranks} ranks)")
-        print(json.dumps({"run": name, "ranks": ranks, "projected_ms": dict(zip(workers, ys))}))
+            comms.append(comm * 1e3)
+        ax.plot(workers, ys, marker="o", label=f"{name} (sizes measured on {ranks} ranks)")
+        print(json.dumps({"run": name, "ranks": ranks, "projected_ms": dict(zip(workers, ys)),
+                          "comm_ms": dict(zip(workers, comms))}))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(workers)
@@ -154,7 +234,8 @@ def scaling(a):
     ax.set_ylabel("projected time per iteration (ms)")
     ax.set_title(f"alpha = {fit['alpha_s'] * 1e6:.0f} us{'' if a.alpha_us is None else ' (given)'}, "
                  f"link {fit['rate_mbit']:.0f} Mbit/s (fitted); n = {a.n:,} gradients; "
-                 f"no overlap credited", fontsize=9)
+                 f"no overlap credited"
+                 f"{'' if shared is None else '; compute of ' + shared[0] + ' for all'}", fontsize=9)
     ax.grid(True, which="both", color="#e0e0e0", lw=0.5)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -172,6 +253,11 @@ def main():
     p.add_argument("runs", nargs="+")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--title")
+    p = sub.add_parser("algos")
+    p.add_argument("results", nargs="+")
+    p.add_argument("--title")
+    p = sub.add_parser("balance")
+    p.add_argument("runs", nargs="+")
     p = sub.add_parser("scaling")
     p.add_argument("--comm", nargs="+", required=True)
     p.add_argument("--run", nargs="+", required=True)
@@ -179,10 +265,13 @@ def main():
     p.add_argument("--n", type=int, required=True, help="gradient count of the model")
     p.add_argument("--alpha-us", type=float, help="latency per message step in us (default: fitted)")
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--shared-compute", metavar="NAME",
+                   help="every curve takes this run's compute time (default: each its own)")
     for p in sub.choices.values():
         p.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
-    {"plan": plan, "breakdown": breakdown, "scaling": scaling}[a.kind](a)
+    {"plan": plan, "breakdown": breakdown, "balance": balance, "algos": algos,
+     "scaling": scaling}[a.kind](a)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+# SCALING_MODEL_DIR: a folder with another scaling_model.py (tests/tutorial/mutants.py).
+sys.path.insert(0, os.environ.get("SCALING_MODEL_DIR") or
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 import scaling_model as sm  # noqa: E402
 
 listing = json.loads(subprocess.run([sys.argv[1], "sparsifiers", "--json"], check=True,

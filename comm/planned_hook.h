@@ -46,6 +46,25 @@ struct PlanRow {
 
 // Compressed where the model predicts it faster by the margin.
 std::vector<PlanRow> choose_plan(const PlanModel& model, const std::vector<Bucket>& buckets);
+
+// The bucket sizes: --plan auto chooses --bucket-cap-mb among kBucketCapsMb. Smaller
+// buckets start exchanging earlier in backward (more of the exchange hidden behind it);
+// larger ones pay the fixed cost of an exchange (latency, a sparsifier's extra
+// collectives and set-up) fewer times. The choice is the smallest cap at which no bucket
+// but the first (--first-bucket-mb, kept small to start early) spends more than
+// kFixedShare of its predicted time on that fixed cost, under the choice choose_plan makes
+// for it; if no cap gets there, the one with the smallest worst share (the smaller on a
+// tie). `ready_numels`: the parameters' sizes in ready order; `parts`: the slices each
+// bucket is cut into before it crosses the slow link (L under two levels, else 1).
+inline constexpr double kBucketCapsMb[] = {1, 2, 4, 8, 16, 25, 64, 256, 1024};
+inline constexpr double kFixedShare = 0.10;
+struct BucketCapChoice {
+  double cap_mb = 25;
+  double worst_fixed_share = 0;  // of the buckets after the first, at that cap
+  size_t buckets = 0;
+};
+BucketCapChoice choose_bucket_cap(const PlanModel& model, const std::vector<int64_t>& ready_numels,
+                                  double first_bucket_mb, int parts);
 // The plan as a table: bucket, elements, predicted dense ms, predicted compressed ms, choice.
 std::string describe_plan(const std::vector<PlanRow>& rows);
 // "dense,compressed,..." in bucket order: config.json and the checkpoint hold it.

@@ -81,6 +81,20 @@ void AllreduceHook::exchange_16bit(Tensor& grads, Communicator& comm) const {
   for (int64_t r = 0; r < p; ++r) add_half_on(wire_, all, r * words, grads);
 }
 
+std::vector<int> cut_buckets(const std::vector<int64_t>& ready_numels, const ReducerOptions& opt) {
+  std::vector<int> bucket_of;
+  int64_t filled = 0;  // elements in the bucket being filled
+  for (const int64_t numel : ready_numels) {
+    const int current = bucket_of.empty() ? 0 : bucket_of.back();
+    const double cap_mb = current == 0 ? opt.first_bucket_mb : opt.bucket_cap_mb;
+    const bool full =
+        !bucket_of.empty() && static_cast<double>((filled + numel) * 4) > cap_mb * (1 << 20);
+    bucket_of.push_back(current + (full ? 1 : 0));
+    filled = full ? numel : filled + numel;
+  }
+  return bucket_of;
+}
+
 Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHook> hook,
                  ReducerOptions options)
     : flat_(flat), comm_(comm), hook_(std::move(hook)), opt_(options) {
@@ -90,15 +104,14 @@ Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHoo
   const auto& params = flat.params();
   bucket_of_.assign(params.size(), -1);
   // Reverse registration order = the order gradients become ready = flat buffer order.
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+  std::vector<int64_t> ready_numels;
+  for (auto it = params.rbegin(); it != params.rend(); ++it)
+    ready_numels.push_back((*it)->value.numel());
+  const std::vector<int> cut = cut_buckets(ready_numels, opt_);
+  size_t i = 0;
+  for (auto it = params.rbegin(); it != params.rend(); ++it, ++i) {
     Param* p = *it;
-    // The bucket being filled is the first one while only one exists.
-    const double cap_mb = buckets_.size() == 1 ? opt_.first_bucket_mb : opt_.bucket_cap_mb;
-    const double cap_bytes = cap_mb * (1 << 20);
-    const int64_t bytes = p->value.numel() * 4;
-    if (buckets_.empty() ||
-        (!buckets_.back().params.empty() &&
-         static_cast<double>((buckets_.back().numel * 4) + bytes) > cap_bytes)) {
+    if (buckets_.size() <= static_cast<size_t>(cut[i])) {
       Bucket b;
       b.id = static_cast<int>(buckets_.size());
       b.offset = flat.offset(*p);

@@ -65,6 +65,12 @@ struct ReducerOptions {
   bool defer_until_finalize = false;
 };
 
+// The bucket of each parameter, given the parameters' element counts in the order their
+// gradients become ready: a bucket closes before the parameter that would take it past
+// its cap (the first bucket's cap is first_bucket_mb, the others' bucket_cap_mb; 4 bytes
+// an element); a parameter larger than the cap has a bucket of its own.
+std::vector<int> cut_buckets(const std::vector<int64_t>& ready_numels, const ReducerOptions& opt);
+
 // One bucket's life in one iteration, in ms since that iteration's begin_backward(). A
 // stamp that did not happen is negative.
 struct BucketTimes {
@@ -102,6 +108,7 @@ class Reducer {
   Reducer& operator=(const Reducer&) = delete;
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  const ReducerOptions& options() const { return opt_; }
   // The plan as text: one line per bucket (id, elements, MB, its parameters in the order
   // their gradients become ready), for --print-buckets and the tutorial.
   std::string describe_plan() const;

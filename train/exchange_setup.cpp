@@ -6,9 +6,11 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/safetensors.h"
 #include "core/stream_sync.h"
 #include "core/timer.h"
 #include "sparsify/registry.h"
+#include "train/checkpoint.h"
 #include "train/flags.h"
 #include "train/train_common.h"
 
@@ -127,6 +129,65 @@ std::string describe_line(const char* what, const LinearCost& c) {
 }
 }  // namespace
 
+Communicator& ExchangeSetup::slow_group() {
+  return hierarchy_ && hierarchy_->two_level() ? *hierarchy_->cross_group() : comm_;
+}
+
+int ExchangeSetup::slice_parts() const {
+  return hierarchy_ && hierarchy_->two_level() ? hierarchy_->layout().local_size : 1;
+}
+
+void ExchangeSetup::probe(int64_t largest, Device device) {
+  // Probe sizes: the largest slice capped at kProbeMax elements (a few seconds of a slow
+  // link at most; the lines extend beyond it) and an eighth of it, so the two points set
+  // a slope.
+  constexpr int64_t kProbeMax = int64_t{1} << 18;
+  const int64_t hi = std::clamp<int64_t>(largest, 16, kProbeMax), lo = hi / 8;
+  Communicator& group = slow_group();
+  AllreduceHook dense;
+  std::shared_ptr<SparsifyHook> method;
+  make_exchange_hook(c_, method);
+  const int64_t first = c_.dense_warmup_iters;  // past the warm-up: the method selects
+  model_.dense = fit_exchange(dense, lo, hi, group, device, first);
+  model_.compressed = fit_exchange(*method, lo, hi, group, device, first);
+  probed_ = true;
+  const double select_ns = selection_ns_per_element(*method, hi, group);
+  probe_text_ = "plan: over " + std::to_string(group.size()) + " ranks " +
+                describe_line("allreduce", model_.dense) + "; " +
+                describe_line(c_.sparsifier.c_str(), model_.compressed);
+  char select[64];
+  std::snprintf(select, sizeof select, " (selection %.3f ns/element)", select_ns);
+  probe_text_ += select;
+  if (hierarchy_ && hierarchy_->two_level()) {
+    const LinearCost node = fit_exchange(dense, lo, hi, *hierarchy_->node_group(), device, first);
+    probe_text_ += "; inside a node " + describe_line("allreduce", node);
+  }
+}
+
+double ExchangeSetup::bucket_cap_mb(const std::vector<int64_t>& ready_numels,
+                                    const ReducerOptions& options, Device device, bool quiet) {
+  if (!planned_) return options.bucket_cap_mb;
+  if (!c_.resume.empty()) {
+    // A resumed plan belongs to the buckets of the run that chose it.
+    const auto saved = load_safetensors(c_.resume).metadata;
+    if (saved.count(kPlanKey)) return meta_double(saved, "bucket_cap_mb", c_.resume);
+  }
+  int64_t total = 0;
+  for (const int64_t n : ready_numels) total += n;
+  probe(total / slice_parts(), device);
+  const BucketCapChoice pick =
+      choose_bucket_cap(model_, ready_numels, options.first_bucket_mb, slice_parts());
+  // Decided on rank 0 (every rank holds the same figures; the broadcast makes it certain).
+  Tensor cap = Tensor::full({1}, static_cast<float>(pick.cap_mb));
+  comm_.broadcast(cap, 0);
+  if (comm_.rank() == 0 && !quiet)
+    std::fprintf(stderr,
+                 "plan: bucket cap %g MB (%zu buckets; fixed costs at most %.0f%% of a "
+                 "bucket's exchange after the first)\n",
+                 cap.data<float>()[0], pick.buckets, 100 * pick.worst_fixed_share);
+  return cap.data<float>()[0];
+}
+
 void ExchangeSetup::make_plan(const std::vector<Bucket>& buckets,
                               const std::map<std::string, std::string>* resumed, Device device,
                               bool quiet) {
@@ -140,48 +201,24 @@ void ExchangeSetup::make_plan(const std::vector<Bucket>& buckets,
     return;
   }
   const std::vector<Bucket> slices = sparsified(buckets);
-  // Probe sizes: the smallest and largest bucket, the larger capped at kProbeMax elements
-  // (a few seconds of a slow link at most; the lines extend beyond it), the smaller at
-  // most an eighth of it so the two points set a slope.
-  constexpr int64_t kProbeMax = int64_t{1} << 18;
-  int64_t hi = 16, lo = 0;
-  for (const Bucket& b : slices) hi = std::max(hi, b.numel);
-  hi = std::min(hi, kProbeMax);
-  lo = hi;
-  for (const Bucket& b : slices) lo = std::min(lo, b.numel);
-  if (8 * lo > hi) lo = std::max<int64_t>(hi / 8, 1);
-  // Across the slow link: the cross-node groups under two levels, else every rank.
-  Communicator* group = hierarchy_ && hierarchy_->two_level() ? hierarchy_->cross_group() : &comm_;
-  AllreduceHook dense;
-  std::shared_ptr<SparsifyHook> probe;
-  make_exchange_hook(c_, probe);
-  const int64_t first = c_.dense_warmup_iters;  // past the warm-up: the method selects
-  PlanModel model;
-  model.dense = fit_exchange(dense, lo, hi, *group, device, first);
-  model.compressed = fit_exchange(*probe, lo, hi, *group, device, first);
-  const double select_ns = selection_ns_per_element(*probe, hi, *group);
-  std::vector<PlanRow> rows = choose_plan(model, slices);
-  // Decided on rank 0 (every rank holds the same figures; the broadcast makes it certain).
+  if (!probed_) {
+    int64_t largest = 0;
+    for (const Bucket& b : slices) largest = std::max(largest, b.numel);
+    probe(largest, device);
+  }
+  std::vector<PlanRow> rows = choose_plan(model_, slices);
   Tensor choice = Tensor::zeros({static_cast<int64_t>(rows.size())}, DType::I32);
   for (size_t i = 0; i < rows.size(); ++i)
     choice.data<int32_t>()[i] = rows[i].choice == BucketChoice::Compressed;
-  comm_.broadcast(choice, 0);
+  comm_.broadcast(choice, 0);  // as the bucket cap: rank 0's decision on every rank
   std::vector<BucketChoice> choices;
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].choice = choice.data<int32_t>()[i] ? BucketChoice::Compressed : BucketChoice::Dense;
     choices.push_back(rows[i].choice);
   }
   planned_->set_plan(choices);
-  std::string inside;
-  if (hierarchy_ && hierarchy_->two_level()) {
-    const LinearCost node = fit_exchange(dense, lo, hi, *hierarchy_->node_group(), device, first);
-    inside = "; inside a node " + describe_line("allreduce", node);
-  }
-  if (!leader || quiet) return;
-  std::fprintf(stderr, "plan: over %d ranks %s; %s (selection %.3f ns/element)%s\n%s",
-               group->size(), describe_line("allreduce", model.dense).c_str(),
-               describe_line(c_.sparsifier.c_str(), model.compressed).c_str(), select_ns,
-               inside.c_str(), describe_plan(rows).c_str());
+  if (leader && !quiet)
+    std::fprintf(stderr, "%s\n%s", probe_text_.c_str(), describe_plan(rows).c_str());
 }
 
 void ExchangeSetup::add_metadata(std::map<std::string, std::string>& meta) const {

@@ -37,9 +37,16 @@ class ExchangeSetup {
   // The buckets the sparsifier sees on this rank: the reducer's, or their slices under
   // two levels (the residuals' sizes).
   std::vector<Bucket> sparsified(const std::vector<Bucket>& buckets) const;
-  // --plan auto: the plan saved in `resumed` (a checkpoint's metadata), else a probe of
-  // the links and the method (collective), decided on rank 0 and broadcast; rank 0 prints
-  // the table unless `quiet`. Nothing for --plan off.
+  // The reducer's --bucket-cap-mb: options.bucket_cap_mb, except under --plan auto, where
+  // a probe of the links and the method (collective) fits the plan's cost lines and
+  // choose_bucket_cap picks the cap on rank 0, which broadcasts it; a resumed plan keeps
+  // its checkpoint's cap. `ready_numels`: the parameters' sizes in ready order.
+  double bucket_cap_mb(const std::vector<int64_t>& ready_numels, const ReducerOptions& options,
+                       Device device, bool quiet);
+  // --plan auto: the plan saved in `resumed` (a checkpoint's metadata), else dense or
+  // compressed per bucket from the probe's lines (probing now if bucket_cap_mb did not),
+  // decided on rank 0 and broadcast; rank 0 prints the table unless `quiet`. Nothing for
+  // --plan off.
   void make_plan(const std::vector<Bucket>& buckets,
                  const std::map<std::string, std::string>* resumed, Device device, bool quiet);
   // hierarchy_layout and exchange_plan for config.json and checkpoints.
@@ -54,6 +61,15 @@ class ExchangeSetup {
   std::shared_ptr<PlannedHook> planned_;
   std::shared_ptr<HierarchicalHook> hierarchy_;
   std::shared_ptr<BucketHook> outer_;
+  PlanModel model_;  // the probe's cost lines
+  bool probed_ = false;
+  std::string probe_text_;  // the probe's fitted lines, printed with the plan
+
+  // The ranks a bucket crosses the slow link among, and the slices it is cut into there.
+  Communicator& slow_group();
+  int slice_parts() const;
+  // Fits model_ on buckets of up to `largest` elements (collective).
+  void probe(int64_t largest, Device device);
 };
 
 }  // namespace st

@@ -271,7 +271,12 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   exchange_ = std::make_unique<ExchangeSetup>(c_, comm_);
   sparsify_ = exchange_->sparsify();
   sq_grads_ = attach_sq_gradients(c_, flat_, sparsify_);
-  reducer_ = std::make_unique<Reducer>(flat_, comm_, exchange_->hook(), reducer_options(c_, task_));
+  ReducerOptions buckets = reducer_options(c_, task_);
+  std::vector<int64_t> ready_numels;  // reverse registration order: the order of readiness
+  for (auto it = flat_.params().rbegin(); it != flat_.params().rend(); ++it)
+    ready_numels.push_back((*it)->value.numel());
+  buckets.bucket_cap_mb = exchange_->bucket_cap_mb(ready_numels, buckets, task_.device(), quiet_);
+  reducer_ = std::make_unique<Reducer>(flat_, comm_, exchange_->hook(), buckets);
   if (c_.sync_bn) install_sync_bn(true);
   if (c_.print_buckets && leader_) std::fputs(reducer_->describe_plan().c_str(), stderr);
   if (c_.print_placement)
@@ -398,7 +403,9 @@ std::map<std::string, std::string> TrainingLoop::metadata() const {
   meta["optimizer"] = c_.optimizer;
   meta["precision"] = c_.precision;
   meta["comm_dtype"] = c_.comm_dtype;
-  meta["bucket_cap_mb"] = format_number(c_.bucket_cap_mb);
+  // --plan auto may have chosen another cap than the flag's.
+  meta["bucket_cap_mb"] =
+      format_number(reducer_ ? reducer_->options().bucket_cap_mb : c_.bucket_cap_mb);
   meta["first_bucket_mb"] = format_number(c_.first_bucket_mb);
   exchange_->add_metadata(meta);
   return meta;

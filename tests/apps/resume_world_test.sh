@@ -8,7 +8,9 @@
 #    epoch end, kept as epoch_end.safetensors, when there is one, which then resumes), and
 #    VGC (per-rank variances) on another world size;
 #  - two levels: a state of 2 nodes x 2 ranks is refused on 1 node x 2 ranks (each rank's
-#    residuals belong to its slice), while one node to one node re-splits as flat.
+#    residuals belong to its slice), while one node to one node re-splits as flat;
+#  - --plan auto: the bucket cap the plan chose (not the flag's) and its per-bucket choices
+#    are kept on resume, whatever --bucket-cap-mb the resuming command passes.
 #   tests/apps/resume_world_test.sh path/to/sparsetrain path/to/mpirun
 set -uo pipefail
 bin=$1
@@ -95,4 +97,12 @@ run 4 one1 "${one[@]}" --epochs 1 || fail "one node on 4 ranks: $(tail -n 3 "$tm
 run 2 one2 "${one[@]}" --epochs 2 --resume "$tmp/one/checkpoint.safetensors" ||
   fail "one node 4 -> 2: $(tail -n 3 "$tmp/one2.log")"
 check_note one2 4 2
-echo "ok: micro 2 -> 4 -> 2, dense 2 -> 4 and one node 4 -> 2 resumed; mid-epoch, vgc and a two-level layout change refused"
+plan=("${common[@]}" --sparsifier topk --density 0.05 --plan auto --out "$tmp/plan")
+run 2 plan1 "${plan[@]}" --epochs 1 || fail "--plan auto: $(tail -n 3 "$tmp/plan1.log")"
+saved=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["bucket_cap_mb"], c["exchange_plan"])' "$tmp/plan/config.json")
+[[ $saved != "0.01 "* ]] || fail "--plan auto kept the flag's bucket cap: $saved"
+run 2 plan2 "${plan[@]}" --epochs 2 --resume "$tmp/plan/checkpoint.safetensors" ||
+  fail "--plan auto resumed: $(tail -n 3 "$tmp/plan2.log")"
+kept=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["bucket_cap_mb"], c["exchange_plan"])' "$tmp/plan/config.json")
+[[ $kept == "$saved" ]] || fail "--plan auto resumed with another plan: $saved -> $kept"
+echo "ok: micro 2 -> 4 -> 2, dense 2 -> 4 and one node 4 -> 2 resumed; mid-epoch, vgc and a two-level layout change refused; the plan's bucket cap ($saved) kept"

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "comm/communicator.h"
@@ -16,6 +17,7 @@
 #include "comm/local_communicator.h"
 #include "comm/planned_hook.h"
 #include "core/error.h"
+#include "core/safetensors.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "train/exchange_setup.h"
@@ -272,6 +274,47 @@ TEST(Plan, ChoiceFlipsWhereTheModelSays) {
   EXPECT_DOUBLE_EQ(line.at(500), 3.0);
 }
 
+// The Reducer's cutting rule as a function: a bucket closes before the parameter that
+// would take it past its cap; the first bucket has its own cap; a parameter larger than
+// the cap sits alone.
+TEST(Plan, BucketsAreCutAsTheReducerCutsThem) {
+  ReducerOptions opt;
+  opt.first_bucket_mb = 1;  // 262144 elements
+  opt.bucket_cap_mb = 2;    // 524288 elements
+  const std::vector<int64_t> numels = {200000, 100000, 300000, 300000, 1000000, 10};
+  EXPECT_EQ(cut_buckets(numels, opt), (std::vector<int>{0, 1, 1, 2, 3, 4}));
+}
+
+// The cap: the smallest at which every bucket after the first spends at most
+// kFixedShare of its predicted time on its exchange's fixed cost.
+TEST(Plan, BucketCapAmortisesTheFixedCost) {
+  // Eight parameters of 2^20 elements (4 MB each) after a small first one.
+  std::vector<int64_t> numels = {1000};
+  for (int i = 0; i < 8; ++i) numels.push_back(int64_t{1} << 20);
+  PlanModel model;
+  model.dense = {0.0, 1e-6};       // no fixed cost: buckets as small as possible
+  model.compressed = {1e9, 1e-6};  // never chosen
+  BucketCapChoice pick = choose_bucket_cap(model, numels, 1, 1);
+  EXPECT_EQ(pick.cap_mb, 1);
+  EXPECT_EQ(pick.buckets, 9u);
+  // A fixed cost of 0.3 ms at 1 ns/element: one 4 MB parameter a bucket (up to a 4 MB cap)
+  // spends 22% of its 1.35 ms on it, two (8 MB) 12.5%, four (16 MB) 6.7% -> 16 MB.
+  model.dense = {0.3, 1e-6};
+  pick = choose_bucket_cap(model, numels, 1, 1);
+  EXPECT_EQ(pick.cap_mb, 16);
+  EXPECT_EQ(pick.buckets, 3u);
+  EXPECT_LE(pick.worst_fixed_share, kFixedShare);
+  // Cut in 2 slices (two levels), a bucket's slice is half as long: 16 MB gives 12.5%,
+  // 25 MB leaves a last bucket of two parameters (22%), 64 MB takes all eight (6.7%).
+  EXPECT_EQ(choose_bucket_cap(model, numels, 1, 2).cap_mb, 64);
+  // No cap gets there: the one whose worst bucket does best (one bucket of all 8).
+  model.dense = {100.0, 1e-6};
+  pick = choose_bucket_cap(model, numels, 1, 1);
+  EXPECT_GE(pick.cap_mb, 32);
+  EXPECT_EQ(pick.buckets, 2u);
+  EXPECT_GT(pick.worst_fixed_share, kFixedShare);
+}
+
 TEST(Plan, EncodedPlanRoundTripsAndBadTextIsRefused) {
   const std::vector<BucketChoice> plan = {BucketChoice::Compressed, BucketChoice::Dense};
   EXPECT_EQ(encode_plan(plan), "compressed,dense");
@@ -294,6 +337,31 @@ TEST(Plan, ResumeKeepsTheSavedPlan) {
   setup.add_metadata(meta);
   EXPECT_EQ(meta["exchange_plan"], "dense,compressed");
   EXPECT_THROW(setup.make_plan({bucket_of(0, 4096)}, &saved, Device::cpu(), true), Error);
+}
+
+// The bucket cap of a resumed plan is its checkpoint's, whatever --bucket-cap-mb says: the
+// saved choices belong to those buckets.
+TEST(Plan, ResumeKeepsTheSavedBucketCap) {
+  // One file per rank: the ranks of an mpirun run this test side by side.
+  const std::string path =
+      ::testing::TempDir() + "plan_cap_" + std::to_string(world().rank()) + ".safetensors";
+  TensorFile file;
+  file.tensors.emplace_back("w", Tensor::zeros({2}));
+  file.metadata = {{"exchange_plan", "dense,compressed"}, {"bucket_cap_mb", "256"}};
+  save_safetensors(path, file);
+  LocalCommunicator local;
+  TrainConfig c;
+  c.sparsifier = "topk";
+  c.plan = "auto";
+  c.resume = path;
+  ExchangeSetup setup(c, local);
+  ReducerOptions flag;
+  flag.bucket_cap_mb = 0.5;
+  EXPECT_EQ(setup.bucket_cap_mb({1000, 2000}, flag, Device::cpu(), true), 256);
+  c.plan = "off";  // without a plan the flag's cap stands
+  ExchangeSetup plain(c, local);
+  EXPECT_EQ(plain.bucket_cap_mb({1000, 2000}, flag, Device::cpu(), true), 0.5);
+  std::remove(path.c_str());
 }
 
 }  // namespace

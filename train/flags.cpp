@@ -335,9 +335,9 @@ std::vector<FlagRow> exchange_rows() {
        .on_resume = OnResume::same},
       {.names = "--plan",
        .field = &TrainConfig::plan,
-       .help = "off, or auto: a probe at start times the links and the --sparsifier, and each "
-               "bucket goes dense or compressed, whichever is predicted faster (the plan is "
-               "printed, saved and kept on resume)",
+       .help = "off, or auto: a probe at start times the links and the --sparsifier, chooses "
+               "--bucket-cap-mb, and each bucket goes dense or compressed, whichever is "
+               "predicted faster (the plan is printed, saved and kept on resume)",
        .choices = {"off", "auto"},
        .agree = Agree::value,
        .saved_as = "plan",

@@ -46,7 +46,7 @@ set(ST_PUBLIC_HEADERS
     optim/adam.h optim/adam_update.h optim/clip.h optim/lr_schedule.h optim/make_optimizer.h
     optim/optimizer.h optim/sgd.h optim/sgd_update.h
     comm/comm_worker.h comm/communicator.h comm/local_communicator.h comm/mpi_communicator.h
-    comm/mpi_env.h comm/reducer.h
+    comm/mpi_env.h comm/mpi_shared_segments.h comm/reducer.h comm/shared_segments.h
     sparsify/dense.h sparsify/micro.h sparsify/partition_math.h sparsify/quant_math.h
     sparsify/randomk.h sparsify/registry.h sparsify/sidco_moments.h sparsify/sp_keys.h
     sparsify/sparsifier.h sparsify/sparsify_hook.h sparsify/state_io.h sparsify/topk.h

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/comm_worker.h"
+#include "comm/shared_segments.h"
 #include "core/device.h"
 #include "core/tensor.h"
 
@@ -61,6 +62,10 @@ class Communicator {
   // rank): MPI_Comm_split's meaning. Every rank of this communicator must call it, in
   // the same order as its other collectives. The sub-communicator has a worker of its own.
   virtual std::unique_ptr<Communicator> split(int color, int key);
+  // Segments of host memory every rank reads and writes directly (comm/shared_segments.h),
+  // or null where the ranks do not share memory or the backend has none (the base).
+  // Collective on the first call, which decides for the communicator's life.
+  virtual SharedSegments* shared_segments() { return nullptr; }
 
   // Asynchronous variants: queued on the worker thread; tensors must stay alive and
   // untouched until the handle is waited on.

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include <bit>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -105,6 +105,53 @@ std::vector<Bucket> HierarchicalHook::slices_of(const std::vector<Bucket>& bucke
   return out;
 }
 
+namespace {
+// Rank l's first element of a bucket cut as `counts`.
+int64_t slice_begin(const std::vector<int64_t>& counts, size_t l) {
+  int64_t begin = 0;
+  for (size_t r = 0; r < l; ++r) begin += counts[r];
+  return begin;
+}
+}  // namespace
+
+// Each rank's segment has two regions of region_ floats (the largest bucket so far): its
+// whole bucket, then its averaged slice. Every step reads only after a fence that follows
+// the writes it reads, and a rank overwrites a region only after a fence that every
+// reader of the region's last contents has passed: a bucket needs two fences, as long as
+// the regions stay put from bucket to bucket (a bucket's slice must not land where a
+// peer may still read the previous bucket's slices).
+void HierarchicalHook::reduce_scatter_shared(SharedSegments& shared, const Tensor& grads,
+                                             Tensor& part, const std::vector<int64_t>& counts) {
+  const int me = layout_.local_rank;
+  const int64_t n = slice_begin(counts, counts.size());
+  region_ = std::max(region_, n);
+  shared.reserve(2 * region_);  // growing it fences and starts afresh
+  std::memcpy(shared.segment(me), grads.data<float>(), static_cast<size_t>(n) * sizeof(float));
+  shared.fence();
+  // In rank order, as the communicators' reduce-scatter sums: the same bits.
+  const int64_t begin = slice_begin(counts, static_cast<size_t>(me));
+  const int64_t mine = counts[static_cast<size_t>(me)];
+  float* out = part.data<float>();
+  std::memcpy(out, shared.segment(0) + begin, static_cast<size_t>(mine) * sizeof(float));
+  for (int r = 1; r < layout_.local_size; ++r) {
+    const float* in = shared.segment(r) + begin;
+    for (int64_t i = 0; i < mine; ++i) out[i] += in[i];
+  }
+}
+
+void HierarchicalHook::allgather_shared(SharedSegments& shared, const Tensor& part, Tensor& grads,
+                                        const std::vector<int64_t>& counts) {
+  const int me = layout_.local_rank;
+  const int64_t n = region_;
+  std::memcpy(shared.segment(me) + n, part.data<float>(),
+              static_cast<size_t>(part.numel()) * sizeof(float));
+  shared.fence();
+  float* out = grads.data<float>();
+  for (size_t r = 0; r < counts.size(); ++r)
+    std::memcpy(out + slice_begin(counts, r), shared.segment(static_cast<int>(r)) + n,
+                static_cast<size_t>(counts[r]) * sizeof(float));
+}
+
 void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& comm,
                                 int64_t iteration) {
   ST_CHECK(comm.size() == world_size_, "HierarchicalHook: built for ", world_size_,
@@ -118,56 +165,22 @@ void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicato
   Tensor& part = part_[bucket.id];
   if (!part.defined() || part.numel() != slice.numel || part.device() != grads.device())
     part = Tensor::empty({slice.numel}, DType::F32, grads.device());
-  node_->reduce_scatter(grads, part, counts);
+  // Host memory of ranks on one host: through shared segments. Device memory (and ranks
+  // that share none): the node group's collectives.
+  SharedSegments* shared = grads.device().is_cpu() ? node_->shared_segments() : nullptr;
+  if (shared)
+    reduce_scatter_shared(*shared, grads, part, counts);
+  else
+    node_->reduce_scatter(grads, part, counts);
   // The node's mean: the wrapped hook then averages over nodes, which makes the mean over
   // all N L ranks, and its error feedback keeps the scale a flat exchange's residual has.
   if (layout_.local_size > 1) scale_inplace(part, 1.0f / static_cast<float>(layout_.local_size));
   inner_->exchange(slice, part, *cross_, iteration);
-  if (grads.device().is_cpu())
-    allgather_slices(part, grads, counts);
-  else  // a GPU node's fast link (NVLink) makes the dense allgather cheap
+  if (shared)
+    allgather_shared(*shared, part, grads, counts);
+  else
     node_->allgatherv(part, grads, counts);
   synchronize_current_stream(grads.device());
-}
-
-void HierarchicalHook::allgather_slices(const Tensor& part, Tensor& grads,
-                                        const std::vector<int64_t>& counts) {
-  // Nonzeros by their bits, so a -0.0 travels as the dense path would carry it.
-  const float* x = part.data<float>();
-  std::vector<int32_t> pairs;  // position, value bits, position, value bits, ...
-  for (int64_t i = 0; i < part.numel(); ++i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(x[i]);
-    if (bits == 0) continue;
-    pairs.push_back(static_cast<int32_t>(i));
-    pairs.push_back(std::bit_cast<int32_t>(bits));
-  }
-  Tensor mine = Tensor::empty({1}, DType::I64);
-  mine.data<int64_t>()[0] = static_cast<int64_t>(pairs.size());
-  Tensor sizes = Tensor::empty({layout_.local_size}, DType::I64);
-  node_->allgather(mine, sizes);
-  std::vector<int64_t> pair_counts(sizes.data<int64_t>(), sizes.data<int64_t>() + sizes.numel());
-  int64_t total = 0, dense = 0;
-  for (size_t l = 0; l < counts.size(); ++l) {
-    total += pair_counts[l];
-    dense += counts[l];
-  }
-  // Two 32-bit words per entry against one per element.
-  if (total >= dense) {
-    node_->allgatherv(part, grads, counts);
-    return;
-  }
-  Tensor packed = Tensor::from_vector_i32(pairs, {static_cast<int64_t>(pairs.size())});
-  Tensor gathered = Tensor::empty({total}, DType::I32);
-  node_->allgatherv(packed, gathered, pair_counts);
-  float* out = grads.data<float>();
-  std::memset(out, 0, static_cast<size_t>(dense) * sizeof(float));
-  const int32_t* in = gathered.data<int32_t>();
-  int64_t start = 0;  // slice l's first element in the bucket
-  for (size_t l = 0; l < counts.size(); ++l) {
-    for (int64_t j = 0; j < pair_counts[l]; j += 2, in += 2)
-      out[start + in[0]] = std::bit_cast<float>(in[1]);
-    start += counts[l];
-  }
 }
 
 }  // namespace st

@@ -8,9 +8,9 @@
 //   2. across nodes, the wrapped hook (dense averaging or a sparsifier) exchanges slice l
 //      among the N ranks of local rank l (one group per local rank, each on its own slice);
 //      its error feedback lives with the slice, on the rank that selects it;
-//   3. inside the node, an allgather of the averaged slices rebuilds the bucket. After a
-//      sparsifier most of a slice is zeros: on the CPU the node then gathers its slices'
-//      nonzero entries (position, value) instead, when that is fewer bytes for the node.
+//   3. inside the node, an allgather of the averaged slices rebuilds the bucket.
+// On the CPU, steps 1 and 3 go through memory the node's ranks share (comm/shared_segments.h)
+// when they have it; device memory takes the node group's collectives.
 // With one node nothing crosses a slow link: the wrapped hook runs flat over every rank.
 // With one rank per node steps 1 and 3 are copies and the result is the flat exchange's.
 #pragma once
@@ -72,11 +72,13 @@ class HierarchicalHook : public BucketHook {
   int world_size_ = 1;
   std::unique_ptr<Communicator> node_, cross_;
   std::map<int, Tensor> part_;  // per bucket: this rank's slice between the steps
+  int64_t region_ = 0;          // floats per region of a shared segment (see the .cpp)
 
-  // Step 3 on the CPU: the node's slices as (position, value) pairs when that is fewer
-  // bytes than the slices, else the dense allgather. Every rank takes the same branch
-  // (it follows from the gathered counts).
-  void allgather_slices(const Tensor& part, Tensor& grads, const std::vector<int64_t>& counts);
+  // Steps 1 and 3 through the node's shared segments (host memory, ranks on one host).
+  void reduce_scatter_shared(SharedSegments& shared, const Tensor& grads, Tensor& part,
+                             const std::vector<int64_t>& counts);
+  void allgather_shared(SharedSegments& shared, const Tensor& part, Tensor& grads,
+                        const std::vector<int64_t>& counts);
 };
 
 }  // namespace st

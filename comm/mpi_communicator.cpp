@@ -97,6 +97,7 @@ MpiCommunicator::MpiCommunicator(bool threads_at_once) {
 
 MpiCommunicator::~MpiCommunicator() {
   wait_idle();
+  shared_.reset();  // its window lives on comm_
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_WORLD && !finalized) MPI_Comm_free(&comm_);
@@ -130,6 +131,14 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::split_mpi(int color, int key) 
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   return split_mpi(color, key);
+}
+
+SharedSegments* MpiCommunicator::shared_segments() {
+  if (!shared_decided_) {
+    shared_ = MpiSharedSegments::create(comm_);
+    shared_decided_ = true;
+  }
+  return shared_.get();
 }
 
 // Open MPI's reduce-scatter of a large buffer reduces through intermediate copies, several

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/mpi_shared_segments.h"
 
 namespace st {
 
@@ -33,6 +34,7 @@ class MpiCommunicator : public Communicator {
   ST_COMMUNICATOR_COLLECTIVES
   void reduce_scatter(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
+  SharedSegments* shared_segments() override;
   // split() with its concrete type (the device collectives bootstrap over it).
   std::unique_ptr<MpiCommunicator> split_mpi(int color, int key);
   // Ends every process of the job (after printing the reason), as MPI_Abort does.
@@ -51,6 +53,8 @@ class MpiCommunicator : public Communicator {
   // reduce-scatter receives; one collective at a time runs (THREAD_SERIALIZED), so one
   // buffer serves them all.
   std::vector<std::byte> send_copy_;
+  std::unique_ptr<MpiSharedSegments> shared_;  // after the first shared_segments() call
+  bool shared_decided_ = false;
 };
 
 // NCCL for CUDA tensors on GPU `device`, bootstrapped over `bootstrap` (which must

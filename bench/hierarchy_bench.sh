@@ -12,7 +12,8 @@
 #                                             flat vs two-level, 50 steps
 #   bench/hierarchy_bench.sh BUILD OUT time    the LSTM (TIME_MODEL=resnet20: ResNet-20) at
 #                                             100 Mbit/s: topk and micro, flat and two-level
-#                                             alternating, three rounds (30 steps)
+#                                             alternating, three rounds (TIME_ROUNDS=N: N)
+#                                             of 30 steps
 #   PLAN_MODEL=resnet20 PLAN_LINK=none bench/hierarchy_bench.sh BUILD OUT plan-repeat
 #                                             one model and link: dense, micro and the plan
 #                                             alternating, three rounds of 40 steps
@@ -97,7 +98,7 @@ case $what in
       done
     done ;;
   time)
-    for round in 1 2 3; do
+    for round in $(seq "${TIME_ROUNDS:-3}"); do
       for method in topk micro; do
         for mode in flat two-level; do measure "${TIME_MODEL:-lstm}" 100mbit $method $mode "$round" 30; done
       done

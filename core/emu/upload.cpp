@@ -9,7 +9,7 @@ namespace {
 
 class EmuUploadEngine final : public UploadEngine {
  public:
-  explicit EmuUploadEngine(Device device) : device_(device), copy_(device.index) {}
+  explicit EmuUploadEngine(Device device) : device_(device), copy_(device.index, "copy") {}
 
   Tensor copy_async(const Tensor& host) override {
     if (!host.pinned()) emu::count_pageable_async_copy();

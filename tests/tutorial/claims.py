@@ -242,6 +242,49 @@ def page11(runs, link):
                   <= stamps[(pid, b, "dense")][i]
                   for pid, b in keys for i in range(len(stamps[(pid, b, "ready")])))
     check_true("page 11: on every rank each bucket is ready, then launched, then exchanged", ordered)
+    page11_streams(events)
+
+
+def page11_streams(events):
+    """The stream rows: on every rank the collective stream runs one collective per bucket
+    and traced step, inside the host's exchange span of that bucket, and the comm stream's
+    1/P scaling follows it, inside the same span."""
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    per_rank = {}
+    for e in events:
+        track = tracks.get((e.get("pid"), e.get("tid")), "")
+        name = e.get("name", "")
+        if re.match(r"(dense|ready) bucket \d+", name):
+            kind = name.split()[0]
+        elif track == "emu compute stream" and name == "record event":
+            kind = "ready event"
+        elif track in ("emu collective stream", "emu comm stream") and name in ("kernel",
+                                                                               "wait for event"):
+            kind = f"{track}: {name}"
+        else:
+            continue
+        per_rank.setdefault(e["pid"], {}).setdefault(kind, []).append(
+            (e["ts"], e["ts"] + e.get("dur", 0)))
+    check("page 11: ranks in the trace", len(per_rank), 2, 2)
+    eps = 1.0  # microseconds: the stamps' conversions
+    for pid, kinds in sorted(per_rank.items()):
+        get = lambda k: sorted(kinds.get(k, []))
+        host, coll, scale, wait = (get(k) for k in (
+            "dense", "emu collective stream: kernel", "emu comm stream: kernel",
+            "emu collective stream: wait for event"))
+        ready, reached = get("ready"), get("ready event")
+        check(f"page 11: rank {pid - 1}: collectives on the collective stream (2 buckets x 2 steps)",
+              len(coll), 4, 4)
+        inside = len(host) == len(coll) == len(scale) == len(wait) and all(
+            h[0] - eps <= w[0] and w[1] <= c[0] + eps and c[1] <= s[0] + eps and s[1] <= h[1] + eps
+            for h, w, c, s in zip(host, wait, coll, scale))
+        check_true(f"page 11: rank {pid - 1}: each collective's wait for the event, the collective, "
+                   "then its scaling kernel run in that order inside the host's exchange span",
+                   inside)
+        check_true(f"page 11: rank {pid - 1}: the compute stream reaches each ready event after the "
+                   "bucket's ready mark", len(ready) == len(reached) == 4 and all(
+                       r[0] - eps <= q[0] for r, q in zip(ready, reached)))
 
 
 def main():

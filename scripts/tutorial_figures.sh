@@ -213,6 +213,24 @@ page9() {
   done
   $PY scripts/tutorial_plots.py algos "$runs/p9_algorithms.jsonl" \
     --title "allreduce algorithms${LINK:+, 100 Mbit/s shared link}" -o "$img/09-allreduce.png"
+  page9_buckets
+}
+
+# The bucket size measured: ResNet-20 on 2 ranks, one cap for both --first-bucket-mb and
+# --bucket-cap-mb, from one bucket per parameter to one bucket for everything. At
+# 400 Mbit/s the exchange takes about as long as backward, so overlap has something to hide.
+page9_buckets() {
+  local cap link=() caps=()
+  [[ ${#LINK[@]} -eq 0 ]] || link=(scripts/netns_run.sh 400mbit --)
+  for cap in 1e-9 0.01 0.1 0.25 0.5 25; do
+    "${link[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train --arch resnet20 "${DATA[@]}" --threads 1 \
+      --lr 0.05 --first-bucket-mb $cap --bucket-cap-mb $cap --print-buckets \
+      --max-iters "$(long 14 8)" --out "$runs/p9_cap_$cap" > "$runs/p9_cap_${cap}_plan.txt" 2>&1
+    caps+=("$cap=$runs/p9_cap_$cap")
+  done
+  $PY scripts/plot_bucket_sweep.py "${caps[@]}" --warmup 4 -o "$img/09-bucket-sweep.png" \
+    --title "ResNet-20, 2 ranks${LINK:+, 400 Mbit/s link}: step time against the bucket cap" \
+    | tee "$runs/p9_bucket_sweep.jsonl"
 }
 
 page10() {

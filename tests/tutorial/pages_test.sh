@@ -49,7 +49,8 @@ case $page in
      need img/06-build-up.png ;;
   7) finished p7_exdyna_np4 p7_sidco_e_np4; need img/07-balance-sidco.png img/07-padding.png ;;
   8) need p8_comm_np2_link.jsonl p8_sparsifiers.json p8_projection.jsonl img/08-scaling.png ;;
-  9) need p9_algorithms.jsonl img/09-allreduce.png ;;
+  9) need p9_algorithms.jsonl img/09-allreduce.png p9_bucket_sweep.jsonl img/09-bucket-sweep.png
+     finished p9_cap_1e-9 p9_cap_0.01 p9_cap_0.1 p9_cap_0.25 p9_cap_0.5 p9_cap_25 ;;
   10) finished p10_fp32 p10_accum2 p10_bf16 p10_fp16 p10_wire_bf16
       need img/10-accum-precision.png ;;
   11) finished p11_emu; need p11_emu.json img/11-emu-timeline.png ;;

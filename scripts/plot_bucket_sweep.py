@@ -8,7 +8,7 @@ CAP is the run's --bucket-cap-mb (and --first-bucket-mb); RUN its --out folder, 
 median step time is taken from iterations.csv (differences of wall_s after --warmup
 steps); RUN_plan.txt, the run's --print-buckets output, gives its number of buckets.
 Prints one JSON line per run (cap_mb, buckets, step_ms) and draws step time against the
-cap on a log axis, each point labelled with its bucket count.
+caps, evenly spaced from the smallest, each labelled with its bucket count.
 Needs matplotlib (Debian's python3-matplotlib).
 """
 import argparse
@@ -54,16 +54,18 @@ def main():
         points.append(p)
     points.sort(key=lambda p: p["cap_mb"])
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    xs = [p["cap_mb"] for p in points]
-    ax.plot(xs, [p["step_ms"] for p in points], "o-", color="#4c78a8")
-    for p in points:
-        ax.annotate(f"{p['buckets']} bucket{'s' if p['buckets'] != 1 else ''}",
-                    (p["cap_mb"], p["step_ms"]), textcoords="offset points", xytext=(0, 8),
-                    ha="center", fontsize=8)
-    ax.set_xscale("log")
-    ax.set_xticks(xs)
-    ax.set_xticklabels([f"{x:g}" for x in xs], fontsize=8)
-    ax.set_xlabel("--first-bucket-mb = --bucket-cap-mb (MB; 1e-09: one bucket per parameter)")
+    # Evenly spaced caps, smallest left: 1e-9 MB (one bucket per parameter) is no distance
+    # on any axis that also shows 25 MB.
+    xs = range(len(points))
+    ys = [p["step_ms"] for p in points]
+    ax.plot(xs, ys, "o-", color="#4c78a8")
+    for x, p in zip(xs, points):
+        ax.annotate(f"{p['step_ms']:.0f} ms", (x, p["step_ms"]), textcoords="offset points",
+                    xytext=(0, 8), ha="center", fontsize=8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([f"{p['cap_mb']:g} MB\n{p['buckets']} bucket{'s' if p['buckets'] != 1 else ''}"
+                        for p in points], fontsize=8)
+    ax.set_xlabel("--first-bucket-mb = --bucket-cap-mb, and the buckets it gives")
     ax.set_ylabel("median time per step (ms)")
     ax.set_ylim(0, max(p["step_ms"] for p in points) * 1.2)
     ax.grid(color="#dddddd", lw=0.5)

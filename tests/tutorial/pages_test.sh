@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The tutorial's pages, run and checked (docs/tutorial/; ctest tutorial_pages_run, then
-# tutorial_page1..8):
+# tutorial_page1..11):
 #   tests/tutorial/pages_test.sh BUILD_DIR run RUNS_DIR     every page's command, full length
 #   tests/tutorial/pages_test.sh BUILD_DIR check RUNS_DIR PAGE
 # `run` is scripts/tutorial_figures.sh into RUNS_DIR (pictures into RUNS_DIR/img) and
 # records the wall time of each page; `check` tests that the page's runs finished and its
 # pictures were drawn, then every claim of the page (tests/tutorial/claims.py). Pages 2, 4,
-# 8 and 9 use the 100 Mbit/s network namespace only where `ip netns` works (root);
+# 8 and 9 use the emulated links (network namespaces) only where `ip netns` works (root);
 # otherwise they run without the link, their timing claims are skipped, and this says so.
 set -euo pipefail
 build=$(cd "$1" && pwd)

@@ -113,15 +113,11 @@ int Stream::device() const {
 void Stream::enqueue(std::function<void()> task, bool slow, const char* what) {
   Impl::Task t{std::move(task), slow, {}, observing_tasks()};
   if (t.observed) {
-    t.run = {impl_->number,
-             impl_->kind,
-             what   ? what
-             : slow ? "kernel"
-                    : "copy",
-             std::this_thread::get_id(),
-             TaskRun::Clock::now(),
-             {},
-             {}};
+    t.run.stream = impl_->number;
+    t.run.stream_kind = impl_->kind;
+    t.run.what = what ? what : slow ? "kernel" : "copy";
+    t.run.queued_by = std::this_thread::get_id();
+    t.run.queued = TaskRun::Clock::now();
   }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);

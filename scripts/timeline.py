@@ -13,6 +13,10 @@ What is drawn, per rank:
   comm       `launch bucket B` marks (orange ticks), `wait for peers` (grey hatched),
              the exchange spans (red, labelled with the bucket when wide enough)
   optimizer  the SGD step
+  emu ... stream   on the emulated device (--device emu), what each stream's executor ran
+             and when: kernels (teal), copies (yellow), waits for an event recorded on
+             another stream (grey hatched), event records (black ticks); rows ordered
+             compute, comm, collective, copy stream
 The red bar under a rank's comm row is its *exposed* communication: the part of the
 exchanges that ran after that rank's backward ended.
 Needs matplotlib (Debian's python3-matplotlib; scripts/setup.sh installs it).
@@ -23,9 +27,30 @@ import re
 import sys
 
 TRACKS = ["data", "forward", "backward", "comm", "optimizer"]
+STREAMS = ["emu compute stream", "emu comm stream", "emu collective stream", "emu copy stream"]
 COLORS = {"data": "#9e9e9e", "forward": "#4c78a8", "backward": ("#59a14f", "#8cd17d"),
           "wait": "#d0d0d0", "exchange": "#e15759", "optimizer": "#b07aa1",
-          "launch": "#f28e2b", "ready": "black", "exposed": "#e15759"}
+          "launch": "#f28e2b", "ready": "black", "exposed": "#e15759",
+          "kernel": "#76b7b2", "copy": "#edc948"}
+
+
+def row_order(names):
+    """The step's tracks, then the emulated device's streams, then any other, by name."""
+    rank = lambda n: (STREAMS.index(n) if n in STREAMS else len(STREAMS), n)
+    return TRACKS + sorted(set(names) - set(TRACKS), key=rank)
+
+
+def draw_stream_task(ax, e, x0, w, y):
+    """One task a stream executor ran (an `emu ... stream` track)."""
+    if e["mark"]:
+        ax.plot([x0, x0], [y - 0.3, y + 0.3], color="black", lw=0.8, zorder=4)
+    elif e["name"] == "wait for event":
+        ax.barh(y, w, left=x0, height=0.6, color=COLORS["wait"], hatch="////",
+                edgecolor="#8a8a8a", linewidth=0, zorder=2)
+    else:
+        color = COLORS["copy"] if e["name"] == "copy" else COLORS["kernel"]
+        ax.barh(y, w, left=x0, height=0.6, color=color, edgecolor="white", linewidth=0.3,
+                zorder=3)
 
 
 def load(path):
@@ -109,7 +134,7 @@ def draw(ranks, names, out, title):
     pids = sorted(ranks)
     t_min = min(e["t0"] for tr in ranks.values() for evs in tr.values() for e in evs)
     t_max = max(e["t1"] for tr in ranks.values() for evs in tr.values() for e in evs)
-    rows = TRACKS + sorted({k for tr in ranks.values() for k in tr} - set(TRACKS))
+    rows = row_order({k for tr in ranks.values() for k in tr})
     band = len(rows) + 1.2  # rows per rank plus a gap
     fig_h = 0.9 + 0.32 * band * len(pids)
     fig, ax = plt.subplots(figsize=(14, fig_h))
@@ -152,6 +177,8 @@ def draw(ranks, names, out, title):
                     if b is not None and w > span_ms / 60:
                         ax.text(x0 + w / 2, y, f"b{b}", ha="center", va="center", fontsize=7,
                                 color="white", zorder=6)
+                elif row.startswith("emu "):
+                    draw_stream_task(ax, e, x0, w, y)
                 else:
                     color = COLORS.get(row, "#76b7b2")
                     if e["mark"]:
@@ -180,6 +207,12 @@ def draw(ranks, names, out, title):
               Patch(color=COLORS["exchange"], label="exchange (bN = bucket N)"),
               Line2D([], [], color=COLORS["exposed"], lw=3, label="exposed communication"),
               Patch(color=COLORS["optimizer"], label="optimizer")]
+    if any(r.startswith("emu ") for r in rows):
+        legend += [Patch(color=COLORS["kernel"], label="stream: kernel"),
+                   Patch(color=COLORS["copy"], label="stream: copy"),
+                   Patch(facecolor=COLORS["wait"], hatch="////", edgecolor="#8a8a8a",
+                         label="stream: wait for event"),
+                   Line2D([], [], color="black", lw=0.8, label="stream: event recorded")]
     ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.6 / fig_h),
               ncol=5, fontsize=8, frameon=False)
     fig.tight_layout()

@@ -7,12 +7,13 @@
 # --runs DIR  run folders (default runs/tutorial)
 # --img DIR   where the PNGs go (default docs/tutorial/img)
 # The pages show these commands with `build/` as BUILD_DIR. Pages 2, 4, 8 and 9 use the
-# 100 Mbit/s link of scripts/netns_run.sh when it can be made (root and `ip netns`);
-# otherwise they run over shared memory and say so (set TUTORIAL_LINK=none to force that).
+# 100 Mbit/s link of scripts/netns_run.sh (page 9's bucket sweep 400 Mbit/s) when it can
+# be made (root and `ip netns`); otherwise they run over shared memory and say so (set
+# TUTORIAL_LINK=none to force that).
 # Needs the sparsetrain, layers_test, comm_bench and allreduce_algorithms targets, and
 # /usr/bin/python3 with matplotlib (scripts/setup.sh).
 set -euo pipefail
-[[ $# -ge 1 ]] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[[ $# -ge 1 ]] || { sed -n '2,14p' "$0" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 shift
@@ -213,6 +214,25 @@ page9() {
   done
   $PY scripts/tutorial_plots.py algos "$runs/p9_algorithms.jsonl" \
     --title "allreduce algorithms${LINK:+, 100 Mbit/s shared link}" -o "$img/09-allreduce.png"
+  page9_buckets
+}
+
+# The bucket size measured: ResNet-20 on 2 ranks, one cap for both --first-bucket-mb and
+# --bucket-cap-mb, from one bucket per parameter to one bucket for everything. At
+# 400 Mbit/s the exchange takes about as long as backward, so overlap has something to hide.
+page9_buckets() {
+  local cap link=() caps=()
+  [[ ${#LINK[@]} -eq 0 ]] || link=(scripts/netns_run.sh 400mbit --)
+  for cap in 1e-9 0.01 0.1 0.25 0.5 25; do
+    "${link[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train --arch resnet20 "${DATA[@]}" --threads 1 \
+      --lr 0.05 --first-bucket-mb $cap --bucket-cap-mb $cap --print-buckets \
+      --max-iters "$(long 14 8)" --trace "$runs/p9_cap_$cap.json" --trace-iters 1 \
+      --out "$runs/p9_cap_$cap" > "$runs/p9_cap_${cap}_plan.txt" 2>&1
+    caps+=("$cap=$runs/p9_cap_$cap")
+  done
+  $PY scripts/plot_bucket_sweep.py "${caps[@]}" --warmup 4 -o "$img/09-bucket-sweep.png" \
+    --title "ResNet-20, 2 ranks${LINK:+, 400 Mbit/s link}: step time against the bucket cap" \
+    | tee "$runs/p9_bucket_sweep.jsonl"
 }
 
 page10() {

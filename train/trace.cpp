@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
+#include "core/emu/task_observer.h"
 #include "core/error.h"
 #include "layers/layer.h"
 
@@ -149,6 +150,52 @@ void TraceWriter::write_all_ranks(const std::string& path, Communicator& comm) c
   for (const std::string& part : parts)
     for (nlohmann::json& e : nlohmann::json::parse(part)) events.push_back(std::move(e));
   write_file(path, events);
+}
+
+EmuStreamTracks::~EmuStreamTracks() {
+  if (recording_) emu::set_task_observer(nullptr);
+}
+
+void EmuStreamTracks::start() {
+  if (recording_) return;
+  recording_ = true;
+  starter_ = std::this_thread::get_id();
+  // Calls are serialised by the observer's lock, and stop_into() takes that lock before
+  // it reads runs_: no lock of our own.
+  emu::set_task_observer([this](const emu::TaskRun& r) {
+    runs_.push_back(
+        {r.stream, r.stream_kind, r.what, r.queued_by == starter_, r.queued, r.begin, r.end});
+  });
+}
+
+std::string EmuStreamTracks::track_of(const Run& run) {
+  for (const auto& [stream, track] : tracks_)
+    if (stream == run.stream) return track;
+  std::string track = run.stream_kind == "copy"      ? "emu copy stream"
+                      : run.stream_kind != "default" ? "emu collective stream"
+                      : run.by_starter               ? "emu compute stream"
+                                                     : "emu comm stream";
+  for (const auto& taken : tracks_)
+    if (taken.second == track) track.append(" ").append(std::to_string(run.stream));
+  tracks_.emplace_back(run.stream, track);
+  return track;
+}
+
+void EmuStreamTracks::stop_into(TraceWriter& trace) {
+  if (!recording_) return;
+  emu::set_task_observer(nullptr);
+  recording_ = false;
+  for (const Run& r : runs_) {
+    // "a layer" -> "layer": the callers name work for error messages.
+    const std::string name(r.what.c_str() + (r.what.rfind("a ", 0) == 0 ? 2 : 0));
+    const TraceWriter::Args args = {
+        {"queued_ms", std::chrono::duration<double, std::milli>(r.begin - r.queued).count()}};
+    if (name == "record event")
+      trace.instant(name, track_of(r), r.begin, args);
+    else
+      trace.span(name, track_of(r), r.begin, r.end, args);
+  }
+  runs_.clear();
 }
 
 void trace_reducer_timeline(TraceWriter& trace, const Reducer& reducer) {

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -68,6 +69,43 @@ class TraceWriter {
   int rank_;
   Clock::time_point origin_;
   std::vector<Event> events_;
+};
+
+// The emulated device's streams as tracks (--device emu): between start() and stop_into(),
+// every task a stream executor runs (core/emu/task_observer.h) is recorded, and
+// stop_into() adds it to a trace as a span on its stream's track, named by the work
+// ("layer", "kernel", "copy", "wait for event", ...; an event record is a mark), with the
+// milliseconds it waited in the queue ("queued_ms"). Tracks: "emu compute stream" (the
+// default stream of the thread that called start(), the training thread), "emu comm
+// stream" (another thread's default stream: the communication thread's), "emu collective
+// stream" (a stream of its own, as the emulated collective's), "emu copy stream" (input
+// uploads); a second stream of one kind gets its number appended. Costs nothing unless
+// started; one recorder at a time per process.
+class EmuStreamTracks {
+ public:
+  EmuStreamTracks() = default;
+  ~EmuStreamTracks();
+  EmuStreamTracks(const EmuStreamTracks&) = delete;
+  EmuStreamTracks& operator=(const EmuStreamTracks&) = delete;
+
+  void start();
+  // Stops recording (no task is reported after it returns) and moves what was recorded
+  // into `trace`; a no-op when not started.
+  void stop_into(TraceWriter& trace);
+
+ private:
+  struct Run {
+    int stream;
+    std::string stream_kind, what;
+    bool by_starter;  // queued by the thread that called start()
+    TraceWriter::Clock::time_point queued, begin, end;
+  };
+  std::string track_of(const Run& run);
+
+  bool recording_ = false;
+  std::thread::id starter_;
+  std::vector<Run> runs_;                            // filled on executor threads
+  std::vector<std::pair<int, std::string>> tracks_;  // stream number -> track
 };
 
 // Adds the reducer's last iteration to `trace`, per bucket: "ready bucket B" on the

@@ -26,7 +26,10 @@ void TraceObserver::on_step_begin(const StepAt& at) {
   step_ = at.step;
   tracing_ = at.step >= window_.first && at.step < window_.first + window_.steps;
   // Every rank's clock starts at one barrier right before the traced window.
-  if (tracing_ && at.step == window_.first) trace_.sync_origin(comm_);
+  if (tracing_ && at.step == window_.first) {
+    trace_.sync_origin(comm_);
+    streams_.start();
+  }
   reducer_.set_tracing(tracing_);
 }
 
@@ -72,6 +75,7 @@ void TraceObserver::on_run_end() {
 void TraceObserver::write() {
   if (written_) return;
   written_ = true;
+  streams_.stop_into(trace_);
   if (!trace_.empty()) {
     trace_.write_all_ranks(window_.path, comm_);
     return;

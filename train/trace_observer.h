@@ -1,7 +1,7 @@
 // --trace as a step observer: records a window of steps (data wait, forward, backward
-// with each layer's span, the reducer's bucket timeline, the optimiser step) on every
-// rank and writes them into one Chrome trace when the window closes or the run ends
-// (train/trace.h, docs/TRACE.md).
+// with each layer's span, the reducer's bucket timeline, the optimiser step and, on the
+// emulated device, what each stream ran) on every rank and writes them into one Chrome
+// trace when the window closes or the run ends (train/trace.h, docs/TRACE.md).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +45,8 @@ class TraceObserver : public StepObserver {
   Reducer& reducer_;
   Communicator& comm_;
   TraceWriter trace_;
+  // The emulated device's streams, recorded over the window (nothing on other devices).
+  EmuStreamTracks streams_;
   // Read by the layers' backward spans (trace_layer_backward).
   bool tracing_ = false;
   bool written_ = false;

@@ -1,6 +1,7 @@
 #include "core/emu/stream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "core/emu/runtime.h"
+#include "core/emu/task_observer.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -22,13 +24,24 @@ struct Event::State {
   uint64_t recorded = 0, done = 0;
 };
 
+namespace {
+
+// Streams are numbered in creation order, for the task observer.
+std::atomic<int> streams_made{0};
+
+}  // namespace
+
 struct Stream::Impl {
   int device = 0;
+  int number = 0;
+  const char* kind = "";
   mutable std::mutex mu;
   std::condition_variable cv, idle;
   struct Task {
     std::function<void()> fn;
     bool slow = true;
+    TaskRun run;  // its stamps when an observer was set as it was queued
+    bool observed = false;
   };
   std::deque<Task> queue;
   uint64_t queued = 0, completed = 0;
@@ -48,26 +61,39 @@ struct Stream::Impl {
         queue.pop_front();
       }
       adopt_process_threads();
-      if (const int us = task_delay_us(); us > 0 && task.slow)
-        std::this_thread::sleep_for(std::chrono::microseconds(us));
-      std::exception_ptr failed;
-      try {
-        task.fn();
-      } catch (...) {
-        failed = std::current_exception();
-      }
-      task.fn = nullptr;  // what it captured is released in stream order
+      std::exception_ptr failed = run(task);
       std::lock_guard<std::mutex> lock(mu);
       if (failed && !error) error = failed;
       ++completed;
       idle.notify_all();
     }
   }
+
+  // Runs one task after the delay and reports it if it was stamped; returns its error.
+  static std::exception_ptr run(Task& task) {
+    if (task.observed) task.run.begin = TaskRun::Clock::now();
+    if (const int us = task_delay_us(); us > 0 && task.slow)
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    std::exception_ptr failed;
+    try {
+      task.fn();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    task.fn = nullptr;  // what it captured is released in stream order
+    if (task.observed) {
+      task.run.end = TaskRun::Clock::now();
+      report_task(task.run);
+    }
+    return failed;
+  }
 };
 
-Stream::Stream(int device) : impl_(std::make_unique<Impl>()) {
+Stream::Stream(int device, const char* kind) : impl_(std::make_unique<Impl>()) {
   ST_CHECK(device >= 0 && device < device_count(), "emu: no device emu:", device);
   impl_->device = device;
+  impl_->number = streams_made.fetch_add(1, std::memory_order_relaxed);
+  impl_->kind = kind;
   impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
 }
 
@@ -84,10 +110,18 @@ int Stream::device() const {
   return impl_->device;
 }
 
-void Stream::enqueue(std::function<void()> task, bool slow) {
+void Stream::enqueue(std::function<void()> task, bool slow, const char* what) {
+  Impl::Task t{std::move(task), slow, {}, observing_tasks()};
+  if (t.observed) {
+    t.run.stream = impl_->number;
+    t.run.stream_kind = impl_->kind;
+    t.run.what = what ? what : slow ? "kernel" : "copy";
+    t.run.queued_by = std::this_thread::get_id();
+    t.run.queued = TaskRun::Clock::now();
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->queue.push_back({std::move(task), slow});
+    impl_->queue.push_back(std::move(t));
     ++impl_->queued;
   }
   impl_->cv.notify_one();
@@ -121,7 +155,7 @@ void Stream::wait(const Event& e) {
         std::unique_lock<std::mutex> lock(st->mu);
         st->cv.wait(lock, [&] { return st->done >= target; });
       },
-      false);
+      false, "wait for event");
 }
 
 Event::Event() : state_(std::make_shared<State>()) {}
@@ -139,7 +173,7 @@ void Event::record(Stream& s) {
         st->done = std::max(st->done, target);
         st->cv.notify_all();
       },
-      false);
+      false, "record event");
 }
 
 void Event::synchronize() const {
@@ -173,7 +207,7 @@ Stream& current_stream(int device) {
   ThreadStreams& t = thread_streams();
   if (auto it = t.current.find(device); it != t.current.end() && it->second) return *it->second;
   std::unique_ptr<Stream>& s = t.own[device];
-  if (!s) s = std::make_unique<Stream>(device);
+  if (!s) s = std::make_unique<Stream>(device, "default");
   return *s;
 }
 
@@ -184,7 +218,7 @@ void run_in_stream_order(int device, const char* what, const std::function<void(
   }
   check_thread_on(device, what);
   Stream& s = current_stream(device);
-  s.enqueue(fn, slow);
+  s.enqueue(fn, slow, what);
   s.synchronize();
 }
 

@@ -25,7 +25,9 @@ class Event;
 
 class Stream {
  public:
-  explicit Stream(int device);
+  // `kind` ("default", "copy", or none) is what a task observer reports it as
+  // (task_observer.h); a string literal.
+  explicit Stream(int device, const char* kind = "");
   // Runs what is queued, then joins the executor.
   ~Stream();
   Stream(const Stream&) = delete;
@@ -34,8 +36,10 @@ class Stream {
   int device() const;
   // `slow`: the task delay applies (kernels); copies and event marks pass it by, as a
   // copy engine and the stream's own bookkeeping do, so the delay widens the window in
-  // which a kernel's result is still missing.
-  void enqueue(std::function<void()> task, bool slow = true);
+  // which a kernel's result is still missing. `what` names the task for a task observer
+  // (task_observer.h; default "kernel" if slow, else "copy"); it must live until the task
+  // has run.
+  void enqueue(std::function<void()> task, bool slow = true, const char* what = nullptr);
   // Returns when everything queued so far has run; rethrows a task's error.
   void synchronize();
   bool ready() const;

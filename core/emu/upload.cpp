@@ -9,7 +9,7 @@ namespace {
 
 class EmuUploadEngine final : public UploadEngine {
  public:
-  explicit EmuUploadEngine(Device device) : device_(device), copy_(device.index) {}
+  explicit EmuUploadEngine(Device device) : device_(device), copy_(device.index, "copy") {}
 
   Tensor copy_async(const Tensor& host) override {
     if (!host.pinned()) emu::count_pageable_async_copy();
@@ -17,7 +17,7 @@ class EmuUploadEngine final : public UploadEngine {
     // Delayed like a kernel (unlike the synchronous copies of core/emu/memory.cpp, which
     // the host waits for anyway): this transfer is what compute must be ordered after,
     // so the delay widens the window a missing wait would leave open.
-    copy_.enqueue([d, host] { d.as_host_memory().copy_from(host); });
+    copy_.enqueue([d, host] { d.as_host_memory().copy_from(host); }, true, "copy");
     return d;
   }
   std::shared_ptr<void> mark() override {

@@ -7,9 +7,11 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/emu/runtime.h"
 #include "core/emu/stream.h"
+#include "core/emu/task_observer.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -155,6 +157,58 @@ TEST(EmuStream, ATaskErrorSurfacesAtTheNextSynchronize) {
   EXPECT_NE(e.find("kernel failed"), std::string::npos) << e;
   EXPECT_TRUE(later.load());
   EXPECT_NO_THROW(s.synchronize());
+}
+
+// What a task observer is told, copied (the names live only during the call).
+struct Seen {
+  int stream;
+  std::string kind, what;
+  std::thread::id queued_by;
+  Clock::time_point queued, begin, end;
+};
+
+TEST(EmuStream, ATaskObserverHearsOfEveryTaskQueuedWhileItWasSetOnceItRan) {
+  Delay delay(5000);
+  emu::Stream s(0, "copy"), other(0);
+  s.enqueue([] {});  // queued before the observer: not reported
+  std::vector<Seen> seen;
+  emu::set_task_observer([&seen](const emu::TaskRun& r) {
+    seen.push_back({r.stream, r.stream_kind, r.what, r.queued_by, r.queued, r.begin, r.end});
+  });
+  EXPECT_TRUE(emu::observing_tasks());
+  s.enqueue([] {});
+  s.enqueue([] {}, /*slow=*/false);
+  s.enqueue([] {}, true, "a layer");
+  emu::Event e;
+  e.record(s);
+  other.wait(e);
+  other.synchronize();
+  s.synchronize();
+  emu::set_task_observer(nullptr);  // every report is in once this returns
+  EXPECT_FALSE(emu::observing_tasks());
+  s.enqueue([] {});  // after: not reported
+  s.synchronize();
+
+  ASSERT_EQ(seen.size(), 5u);
+  const std::vector<std::string> on_s = {"kernel", "copy", "a layer", "record event"};
+  for (size_t i = 0; i < on_s.size(); ++i) {
+    EXPECT_EQ(seen[i].what, on_s[i]) << i;
+    EXPECT_EQ(seen[i].kind, "copy");
+    EXPECT_EQ(seen[i].stream, seen[0].stream);
+    EXPECT_EQ(seen[i].queued_by, std::this_thread::get_id());
+    EXPECT_LE(seen[i].queued, seen[i].begin);
+    EXPECT_LE(seen[i].begin, seen[i].end);
+    if (i > 0) {
+      EXPECT_LE(seen[i - 1].end, seen[i].begin) << "in queue order";
+    }
+  }
+  // A kernel's delay runs inside its span.
+  EXPECT_GE(seen[0].end - seen[0].begin, std::chrono::microseconds(5000));
+  const Seen& wait = seen[4];
+  EXPECT_EQ(wait.what, "wait for event");
+  EXPECT_EQ(wait.kind, "");
+  EXPECT_NE(wait.stream, seen[0].stream);
+  EXPECT_GE(wait.end, seen[3].begin) << "the other stream waited for the event's position";
 }
 
 }  // namespace

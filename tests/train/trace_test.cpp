@@ -1,7 +1,7 @@
 // The Chrome trace: one writer's track order and metadata, the bytes gather it travels
-// by, and the reducer's per-bucket stamps (ready, launch, wait for peers, exchange) from
-// every rank in one file. Runs on one process and on two under mpirun, where rank 1
-// arrives late on purpose.
+// by, the reducer's per-bucket stamps (ready, launch, wait for peers, exchange) from
+// every rank in one file, and the emulated device's stream tracks. Runs on one process and on two
+// under mpirun, where rank 1 arrives late on purpose.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,6 +16,9 @@
 #include "comm/communicator.h"
 #include "comm/local_communicator.h"
 #include "comm/reducer.h"
+#include "core/emu/launch.h"
+#include "core/emu/runtime.h"
+#include "core/emu/stream.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
@@ -252,6 +255,87 @@ TEST(TraceAllRanks, BucketStampsAndPeerWaitsOfEveryRankInOneFile) {
     // Both ranks leave that barrier together; aligned origins put them close on one axis.
     EXPECT_NEAR(wait0.end(), wait1.end(), 20e3) << "clock alignment, iteration " << it;
   }
+}
+
+// Per stream track, its spans and marks in recording order (the order they ran), each
+// task's time in the queue checked to be non-negative.
+struct StreamEvent {
+  std::string name;
+  double ts = 0, end = 0;
+};
+std::map<std::string, std::vector<StreamEvent>> stream_events(const Json& events) {
+  std::map<int, std::string> track_of;
+  for (const Json& e : events)
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      track_of[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+  std::map<std::string, std::vector<StreamEvent>> out;
+  for (const Json& e : events) {
+    if (e["ph"] == "M") continue;
+    const std::string track = track_of.at(e["tid"].get<int>());
+    if (track.rfind("emu ", 0) != 0) continue;
+    EXPECT_GE(e["args"]["queued_ms"].get<double>(), 0.0) << e["name"];
+    const double ts = e["ts"].get<double>();
+    out[track].push_back({e["name"].get<std::string>(), ts, ts + e.value("dur", 0.0)});
+  }
+  return out;
+}
+
+// Every emu stream task delayed by 20 ms: the host queues a kernel on its own stream and
+// moves on at once; a second stream waits for it through an event, then runs its own
+// kernel; another thread runs a kernel on its default stream. Only what ran between
+// start() and stop_into() is on the tracks, each span no earlier than its queueing.
+TEST(EmuStreamTracks, EachStreamsTasksOnItsTrackAfterTheHostQueuedThem) {
+  constexpr int kDelayUs = 20000;
+  emu::set_task_delay_us(kDelayUs);
+  emu::Stream& compute = emu::current_stream(0);
+  emu::launch(0, [] {});  // before start(): not recorded
+  compute.synchronize();
+  TraceWriter w(0);
+  EmuStreamTracks tracks;
+  tracks.start();
+  const Clock::time_point queued = Clock::now();
+  emu::launch(0, [] {});
+  w.instant("queued", "forward", queued);
+  emu::Stream side(0);
+  emu::Event ready;
+  ready.record(compute);
+  side.wait(ready);
+  side.enqueue([] {});
+  side.synchronize();
+  std::thread other([] {
+    emu::launch(0, [] {});
+    emu::current_stream(0).synchronize();
+  });
+  other.join();
+  tracks.stop_into(w);
+  emu::launch(0, [] {});  // after stop_into(): not recorded either
+  compute.synchronize();
+  tracks.stop_into(w);
+  emu::set_task_delay_us(0);
+
+  auto events = stream_events(Json::parse(w.events_json()));
+  ASSERT_EQ(events.size(), 3u) << "compute, collective (the side stream) and comm tracks";
+  const auto& on_compute = events["emu compute stream"];
+  const auto& on_side = events["emu collective stream"];
+  const auto& on_other = events["emu comm stream"];
+  ASSERT_EQ(on_compute.size(), 2u) << "the kernel and the event record";
+  const StreamEvent kernel = on_compute[0];
+  EXPECT_EQ(kernel.name, "kernel");
+  EXPECT_EQ(on_compute[1].name, "record event");
+  double queued_ts = -1;
+  for (const Json& e : Json::parse(w.events_json()))
+    if (e["name"] == "queued") queued_ts = e["ts"].get<double>();
+  ASSERT_GE(queued_ts, 0.0);
+  EXPECT_GE(kernel.ts, queued_ts) << "a stream runs what was queued, not earlier";
+  EXPECT_GE(kernel.end - kernel.ts, 0.9 * kDelayUs) << "the delay runs inside the span";
+  EXPECT_GE(on_compute[1].ts, kernel.end) << "in order on one stream";
+  ASSERT_EQ(on_side.size(), 2u);
+  EXPECT_EQ(on_side[0].name, "wait for event");
+  EXPECT_GE(on_side[0].end, kernel.end) << "the side stream waited for the compute kernel";
+  EXPECT_EQ(on_side[1].name, "kernel");
+  EXPECT_GE(on_side[1].ts, on_side[0].end);
+  ASSERT_EQ(on_other.size(), 1u);
+  EXPECT_EQ(on_other[0].name, "kernel");
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The tutorial's pages, run and checked (docs/tutorial/; ctest tutorial_pages_run, then
-# tutorial_page1..8):
+# tutorial_page1..11):
 #   tests/tutorial/pages_test.sh BUILD_DIR run RUNS_DIR     every page's command, full length
 #   tests/tutorial/pages_test.sh BUILD_DIR check RUNS_DIR PAGE
 # `run` is scripts/tutorial_figures.sh into RUNS_DIR (pictures into RUNS_DIR/img) and
 # records the wall time of each page; `check` tests that the page's runs finished and its
 # pictures were drawn, then every claim of the page (tests/tutorial/claims.py). Pages 2, 4,
-# 8 and 9 use the 100 Mbit/s network namespace only where `ip netns` works (root);
+# 8 and 9 use the emulated links (network namespaces) only where `ip netns` works (root);
 # otherwise they run without the link, their timing claims are skipped, and this says so.
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -49,7 +49,8 @@ case $page in
      need img/06-build-up.png ;;
   7) finished p7_exdyna_np4 p7_sidco_e_np4; need img/07-balance-sidco.png img/07-padding.png ;;
   8) need p8_comm_np2_link.jsonl p8_sparsifiers.json p8_projection.jsonl img/08-scaling.png ;;
-  9) need p9_algorithms.jsonl img/09-allreduce.png ;;
+  9) need p9_algorithms.jsonl img/09-allreduce.png p9_bucket_sweep.jsonl img/09-bucket-sweep.png
+     finished p9_cap_1e-9 p9_cap_0.01 p9_cap_0.1 p9_cap_0.25 p9_cap_0.5 p9_cap_25 ;;
   10) finished p10_fp32 p10_accum2 p10_bf16 p10_fp16 p10_wire_bf16
       need img/10-accum-precision.png ;;
   11) finished p11_emu; need p11_emu.json img/11-emu-timeline.png ;;

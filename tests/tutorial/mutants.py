@@ -7,11 +7,13 @@ every one of them (ctest tutorial_mutants).
       in which every wrong answer below sits next to the right one, chosen at run time by
       the environment variable ST_TUTORIAL_MUTANT (tests/tutorial/mutant_switch.cpp);
       the build links them into `tutorial_mutant` in place of the library's objects
-  mutants.py run TUTORIAL_MUTANT SPARSETRAIN
+  mutants.py run TUTORIAL_MUTANT SPARSETRAIN ALLREDUCE_MUTANT
       runs each exercise's test once per wrong answer (on 2, 3 and 4 ranks where ranks
       matter, stopping at the first failure) and fails unless the test fails for every
       wrong answer and passes with none; step 8's wrong answers are patched copies of
-      scripts/scaling_model.py
+      scripts/scaling_model.py; step 9's run page 9's program built from the switched
+      copy of docs/tutorial/diy/allreduce_algorithms.cpp (ALLREDUCE_MUTANT), which checks
+      every algorithm against MPI_Allreduce on 2, 3 and 4 ranks
   mutants.py list
       prints the wrong answers, one a line
 
@@ -211,6 +213,23 @@ MUTANTS = [
         ("core/stream_sync.cpp", "    ev->record(emu::current_stream(d.index));\n",
          "    emu::Stream other(d.index);\n    ev->record(other);\n"),
     ]),
+    # ---- step 9: the ring allreduce (docs/tutorial/diy/allreduce_algorithms.cpp)
+    ("ring-no-allgather", 9, "the ring stops after its reduce-scatter", [
+        ("docs/tutorial/diy/allreduce_algorithms.cpp",
+         "    MPI_Sendrecv(x.data() + sb, se - sb, MPI_FLOAT, right, 1, x.data() + rb, re - rb, "
+         "MPI_FLOAT,\n                 left, 1, comm, MPI_STATUS_IGNORE);\n", ""),
+    ]),
+    ("ring-forgets-to-add", 9, "the reduce-scatter receives a chunk but does not add it", [
+        ("docs/tutorial/diy/allreduce_algorithms.cpp",
+         "    add(x.data() + rb, in.data(), re - rb);\n", ""),
+    ]),
+    ("ring-wrong-direction", 9, "the reduce-scatter sends left and receives from the right", [
+        ("docs/tutorial/diy/allreduce_algorithms.cpp",
+         "    MPI_Sendrecv(x.data() + sb, se - sb, MPI_FLOAT, right, 0, in.data(), re - rb, "
+         "MPI_FLOAT, left,\n                 0, comm, MPI_STATUS_IGNORE);\n",
+         "    MPI_Sendrecv(x.data() + sb, se - sb, MPI_FLOAT, left, 0, in.data(), re - rb, "
+         "MPI_FLOAT, right,\n                 0, comm, MPI_STATUS_IGNORE);\n"),
+    ]),
     # ---- step 8: scripts/scaling_model.py (patched copies)
     ("ring-steps-p-minus-one", 8, "a ring allreduce in P - 1 steps", [
         ("scripts/scaling_model.py", "        return 2 * (P - 1), 2 * (P - 1) / P * nbytes * shared\n",
@@ -287,9 +306,20 @@ def patched_scaling_model(edits, tmp):
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
-def step_passes(step, name, binary, sparsetrain):
+def step_passes(step, name, binary, sparsetrain, allreduce):
     """(passed, ranks of the failing run or None). step 0: steps 1 to 7 at once."""
     env = dict(os.environ, ST_TUTORIAL_MUTANT=name or "", OMP_NUM_THREADS="1")
+    if step == 9:  # page 9's program checks every algorithm against MPI_Allreduce
+        for P in (2, 3, 4):
+            cmd = MPI + ["-np", str(P), allreduce, "--min-bytes", "4", "--max-bytes", "65536",
+                         "--reps", "1"]
+            try:
+                r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                return False, P
+            if r.returncode != 0:
+                return False, P
+        return True, None
     if step == 8:
         with tempfile.TemporaryDirectory() as tmp:
             edits = next(e for n, s, _, e in MUTANTS if n == name) if name else []
@@ -312,18 +342,19 @@ def step_passes(step, name, binary, sparsetrain):
     return True, None
 
 
-def run(binary, sparsetrain):
+def run(binary, sparsetrain, allreduce):
     bad = []
     # The right answers first (steps 1 to 7 in one run per rank count), then every wrong
     # one, two at a time (CI has two cores; the runs mostly wait in MPI start-up).
-    for step in (0, 8):
-        ok, _ = step_passes(step, None, binary, sparsetrain)
-        what = "steps 1-7, 10 and 11" if step == 0 else "step 8"
+    for step in (0, 8, 9):
+        ok, _ = step_passes(step, None, binary, sparsetrain, allreduce)
+        what = "steps 1-7, 10 and 11" if step == 0 else f"step {step}"
         print(f"{'ok  ' if ok else 'FAIL'} {what}, right answers: pass")
         if not ok:
             bad.append(f"{what} fail with the right answers")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda m: step_passes(m[1], m[0], binary, sparsetrain), MUTANTS))
+        results = list(pool.map(lambda m: step_passes(m[1], m[0], binary, sparsetrain, allreduce),
+                                MUTANTS))
     for (name, step, why, _), (ok, P) in zip(MUTANTS, results):
         where = "" if ok or step == 8 else f" on {P} rank{'s' if P > 1 else ''}"
         print(f"{'FAIL' if ok else 'ok  '} step {step} {name} ({why}): "
@@ -339,8 +370,8 @@ def run(binary, sparsetrain):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "generate":
         generate(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 4 and sys.argv[1] == "run":
-        run(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == "run":
+        run(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) == 2 and sys.argv[1] == "list":
         for name, step, why, _ in MUTANTS:
             print(f"step {step}: {name}: {why}")

@@ -73,7 +73,7 @@ NodeLayout find_node_layout(Communicator& world, int ranks_per_node) {
 std::vector<int64_t> slice_counts(int64_t n, int parts) {
   std::vector<int64_t> counts(static_cast<size_t>(parts));
   for (int l = 0; l < parts; ++l)
-    counts[static_cast<size_t>(l)] = n * (l + 1) / parts - n * l / parts;
+    counts[static_cast<size_t>(l)] = slice_start(n, l + 1, parts) - slice_start(n, l, parts);
   return counts;
 }
 
@@ -94,7 +94,7 @@ Bucket HierarchicalHook::slice_of(const Bucket& bucket) const {
   const int l = layout_.local_rank;
   Bucket slice;
   slice.id = bucket.id;
-  slice.offset = bucket.offset + bucket.numel * l / layout_.local_size;
+  slice.offset = bucket.offset + slice_start(bucket.numel, l, layout_.local_size);
   slice.numel = counts[static_cast<size_t>(l)];
   return slice;  // no parameters: a slice may cut through one
 }
@@ -105,15 +105,6 @@ std::vector<Bucket> HierarchicalHook::slices_of(const std::vector<Bucket>& bucke
   return out;
 }
 
-namespace {
-// Rank l's first element of a bucket cut as `counts`.
-int64_t slice_begin(const std::vector<int64_t>& counts, size_t l) {
-  int64_t begin = 0;
-  for (size_t r = 0; r < l; ++r) begin += counts[r];
-  return begin;
-}
-}  // namespace
-
 // Each rank's segment has two regions of region_ floats (the largest bucket so far): its
 // whole bucket, then its averaged slice. Every step reads only after a fence that follows
 // the writes it reads, and a rank overwrites a region only after a fence that every
@@ -121,35 +112,35 @@ int64_t slice_begin(const std::vector<int64_t>& counts, size_t l) {
 // the regions stay put from bucket to bucket (a bucket's slice must not land where a
 // peer may still read the previous bucket's slices).
 void HierarchicalHook::reduce_scatter_shared(SharedSegments& shared, const Tensor& grads,
-                                             Tensor& part, const std::vector<int64_t>& counts) {
-  const int me = layout_.local_rank;
-  const int64_t n = slice_begin(counts, counts.size());
+                                             Tensor& part) {
+  const int me = layout_.local_rank, L = layout_.local_size;
+  const int64_t n = grads.numel();
   region_ = std::max(region_, n);
   shared.reserve(2 * region_);  // growing it fences and starts afresh
   std::memcpy(shared.segment(me), grads.data<float>(), static_cast<size_t>(n) * sizeof(float));
   shared.fence();
   // In rank order, as the communicators' reduce-scatter sums: the same bits.
-  const int64_t begin = slice_begin(counts, static_cast<size_t>(me));
-  const int64_t mine = counts[static_cast<size_t>(me)];
+  const int64_t begin = slice_start(n, me, L), mine = part.numel();
   float* out = part.data<float>();
   std::memcpy(out, shared.segment(0) + begin, static_cast<size_t>(mine) * sizeof(float));
-  for (int r = 1; r < layout_.local_size; ++r) {
+  for (int r = 1; r < L; ++r) {
     const float* in = shared.segment(r) + begin;
     for (int64_t i = 0; i < mine; ++i) out[i] += in[i];
   }
 }
 
-void HierarchicalHook::allgather_shared(SharedSegments& shared, const Tensor& part, Tensor& grads,
-                                        const std::vector<int64_t>& counts) {
-  const int me = layout_.local_rank;
-  const int64_t n = region_;
-  std::memcpy(shared.segment(me) + n, part.data<float>(),
+void HierarchicalHook::allgather_shared(SharedSegments& shared, const Tensor& part, Tensor& grads) {
+  const int me = layout_.local_rank, L = layout_.local_size;
+  const int64_t n = grads.numel();
+  std::memcpy(shared.segment(me) + region_, part.data<float>(),
               static_cast<size_t>(part.numel()) * sizeof(float));
   shared.fence();
   float* out = grads.data<float>();
-  for (size_t r = 0; r < counts.size(); ++r)
-    std::memcpy(out + slice_begin(counts, r), shared.segment(static_cast<int>(r)) + n,
-                static_cast<size_t>(counts[r]) * sizeof(float));
+  for (int r = 0; r < L; ++r) {
+    const int64_t begin = slice_start(n, r, L), count = slice_start(n, r + 1, L) - begin;
+    std::memcpy(out + begin, shared.segment(r) + region_,
+                static_cast<size_t>(count) * sizeof(float));
+  }
 }
 
 void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicator& comm,
@@ -160,6 +151,8 @@ void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicato
     inner_->exchange(bucket, grads, comm, iteration);
     return;
   }
+  ST_CHECK(grads.numel() == bucket.numel, "HierarchicalHook: bucket ", bucket.id, " has ",
+           bucket.numel, " elements, its gradients ", grads.numel());
   const std::vector<int64_t> counts = slice_counts(bucket.numel, layout_.local_size);
   const Bucket slice = slice_of(bucket);
   Tensor& part = part_[bucket.id];
@@ -169,7 +162,7 @@ void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicato
   // that share none): the node group's collectives.
   SharedSegments* shared = grads.device().is_cpu() ? node_->shared_segments() : nullptr;
   if (shared)
-    reduce_scatter_shared(*shared, grads, part, counts);
+    reduce_scatter_shared(*shared, grads, part);
   else
     node_->reduce_scatter(grads, part, counts);
   // The node's mean: the wrapped hook then averages over nodes, which makes the mean over
@@ -177,7 +170,7 @@ void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicato
   if (layout_.local_size > 1) scale_inplace(part, 1.0f / static_cast<float>(layout_.local_size));
   inner_->exchange(slice, part, *cross_, iteration);
   if (shared)
-    allgather_shared(*shared, part, grads, counts);
+    allgather_shared(*shared, part, grads);
   else
     node_->allgatherv(part, grads, counts);
   synchronize_current_stream(grads.device());

@@ -42,6 +42,9 @@ struct NodeLayout {
 NodeLayout find_node_layout(Communicator& world, int ranks_per_node);
 
 // Slice l of a bucket of n elements among L ranks: [n l / L, n (l + 1) / L).
+inline int64_t slice_start(int64_t n, int l, int parts) {
+  return n * l / parts;
+}
 std::vector<int64_t> slice_counts(int64_t n, int parts);
 
 class HierarchicalHook : public BucketHook {
@@ -75,10 +78,8 @@ class HierarchicalHook : public BucketHook {
   int64_t region_ = 0;          // floats per region of a shared segment (see the .cpp)
 
   // Steps 1 and 3 through the node's shared segments (host memory, ranks on one host).
-  void reduce_scatter_shared(SharedSegments& shared, const Tensor& grads, Tensor& part,
-                             const std::vector<int64_t>& counts);
-  void allgather_shared(SharedSegments& shared, const Tensor& part, Tensor& grads,
-                        const std::vector<int64_t>& counts);
+  void reduce_scatter_shared(SharedSegments& shared, const Tensor& grads, Tensor& part);
+  void allgather_shared(SharedSegments& shared, const Tensor& part, Tensor& grads);
 };
 
 }  // namespace st

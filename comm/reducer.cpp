@@ -95,6 +95,13 @@ std::vector<int> cut_buckets(const std::vector<int64_t>& ready_numels, const Red
   return bucket_of;
 }
 
+std::vector<int64_t> ready_numels(const FlatParams& flat) {
+  std::vector<int64_t> numels;
+  for (auto it = flat.params().rbegin(); it != flat.params().rend(); ++it)
+    numels.push_back((*it)->value.numel());
+  return numels;
+}
+
 Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHook> hook,
                  ReducerOptions options)
     : flat_(flat), comm_(comm), hook_(std::move(hook)), opt_(options) {
@@ -103,11 +110,8 @@ Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHoo
            "--bucket-cap-mb and the first bucket size must be positive, got ", opt_.bucket_cap_mb);
   const auto& params = flat.params();
   bucket_of_.assign(params.size(), -1);
-  // Reverse registration order = the order gradients become ready = flat buffer order.
-  std::vector<int64_t> ready_numels;
-  for (auto it = params.rbegin(); it != params.rend(); ++it)
-    ready_numels.push_back((*it)->value.numel());
-  const std::vector<int> cut = cut_buckets(ready_numels, opt_);
+  // In ready order (= flat buffer order), as ready_numels lists them.
+  const std::vector<int> cut = cut_buckets(ready_numels(flat), opt_);
   size_t i = 0;
   for (auto it = params.rbegin(); it != params.rend(); ++it, ++i) {
     Param* p = *it;

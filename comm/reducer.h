@@ -70,6 +70,9 @@ struct ReducerOptions {
 // its cap (the first bucket's cap is first_bucket_mb, the others' bucket_cap_mb; 4 bytes
 // an element); a parameter larger than the cap has a bucket of its own.
 std::vector<int> cut_buckets(const std::vector<int64_t>& ready_numels, const ReducerOptions& opt);
+// The parameters' element counts in the order their gradients become ready: reverse
+// registration order, which is also the flat gradient buffer's order.
+std::vector<int64_t> ready_numels(const FlatParams& flat);
 
 // One bucket's life in one iteration, in ms since that iteration's begin_backward(). A
 // stamp that did not happen is negative.

@@ -272,10 +272,8 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   sparsify_ = exchange_->sparsify();
   sq_grads_ = attach_sq_gradients(c_, flat_, sparsify_);
   ReducerOptions buckets = reducer_options(c_, task_);
-  std::vector<int64_t> ready_numels;  // reverse registration order: the order of readiness
-  for (auto it = flat_.params().rbegin(); it != flat_.params().rend(); ++it)
-    ready_numels.push_back((*it)->value.numel());
-  buckets.bucket_cap_mb = exchange_->bucket_cap_mb(ready_numels, buckets, task_.device(), quiet_);
+  buckets.bucket_cap_mb =
+      exchange_->bucket_cap_mb(ready_numels(flat_), buckets, task_.device(), quiet_);
   reducer_ = std::make_unique<Reducer>(flat_, comm_, exchange_->hook(), buckets);
   if (c_.sync_bn) install_sync_bn(true);
   if (c_.print_buckets && leader_) std::fputs(reducer_->describe_plan().c_str(), stderr);

@@ -354,31 +354,52 @@ void save_safetensors(const std::string& path, const TensorFile& file) {
   }
 }
 
-TensorFile load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ST_CHECK(in.good(), path, ": cannot open checkpoint");
-  in.seekg(0, std::ios::end);
-  const auto end = in.tellg();
+namespace {
+// An open file whose header has been read and checked against the file's size.
+struct OpenedFile {
+  std::ifstream in;
+  uint64_t data_start = 0;
+  Layout layout;
+};
+
+OpenedFile open_checked(const std::string& path) {
+  OpenedFile f;
+  f.in.open(path, std::ios::binary);
+  ST_CHECK(f.in.good(), path, ": cannot open checkpoint");
+  f.in.seekg(0, std::ios::end);
+  const auto end = f.in.tellg();
   ST_CHECK(end >= 0, path, ": cannot determine the file size");
   const uint64_t size = static_cast<uint64_t>(end);
-  in.seekg(0);
+  f.in.seekg(0);
   ST_CHECK(size >= 8, path, ": truncated (", size,
            " bytes; a safetensors file has an 8-byte header)");
   unsigned char le[8];
-  in.read(reinterpret_cast<char*>(le), 8);
+  f.in.read(reinterpret_cast<char*>(le), 8);
   const uint64_t len = header_length(le, size, path);
   std::string text(len, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(len));
-  ST_CHECK(in.gcount() == static_cast<std::streamsize>(len), path, ": read failed in the header");
-  const uint64_t data_start = 8 + len;
-  Layout layout = parse_header(text, size - data_start, path);
+  f.in.read(text.data(), static_cast<std::streamsize>(len));
+  ST_CHECK(f.in.gcount() == static_cast<std::streamsize>(len), path, ": read failed in the header");
+  f.data_start = 8 + len;
+  f.layout = parse_header(text, size - f.data_start, path);
+  return f;
+}
+}  // namespace
+
+TensorFile load_safetensors(const std::string& path) {
+  OpenedFile f = open_checked(path);
   auto read = [&](uint64_t offset, void* dst, size_t n) {
-    in.seekg(static_cast<std::streamoff>(data_start + offset));
-    in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
-    ST_CHECK(in.gcount() == static_cast<std::streamsize>(n), path, ": read failed at byte ",
-             data_start + offset, " (file changed while reading?)");
+    f.in.seekg(static_cast<std::streamoff>(f.data_start + offset));
+    f.in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
+    ST_CHECK(f.in.gcount() == static_cast<std::streamsize>(n), path, ": read failed at byte ",
+             f.data_start + offset, " (file changed while reading?)");
   };
-  return read_tensors(std::move(layout), read, path);
+  return read_tensors(std::move(f.layout), read, path);
+}
+
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {
+  std::map<std::string, std::string> metadata = open_checked(path).layout.metadata;
+  metadata.erase(kChecksumKey);
+  return metadata;
 }
 
 TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string& path) {

@@ -40,6 +40,9 @@ struct TensorFile {
 void save_safetensors(const std::string& path, const TensorFile& file);
 // Reads and validates a file; errors name the path and what is wrong.
 TensorFile load_safetensors(const std::string& path);
+// The metadata of a file, reading and checking its header only (the tensors and their
+// checksum are not read): what a caller needs before it loads the whole file.
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path);
 // The same checks on a whole file held in memory; `path` names it in errors.
 TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string& path);
 

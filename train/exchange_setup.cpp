@@ -169,7 +169,7 @@ double ExchangeSetup::bucket_cap_mb(const std::vector<int64_t>& ready_numels,
   if (!planned_) return options.bucket_cap_mb;
   if (!c_.resume.empty()) {
     // A resumed plan belongs to the buckets of the run that chose it.
-    const auto saved = load_safetensors(c_.resume).metadata;
+    const auto saved = load_safetensors_metadata(c_.resume);
     if (saved.count(kPlanKey)) return meta_double(saved, "bucket_cap_mb", c_.resume);
   }
   int64_t total = 0;

@@ -38,6 +38,8 @@ TEST(Safetensors, RoundTripTensorsAndMetadata) {
   EXPECT_EQ(g.find("bn1.num_batches_tracked")->data<int64_t>()[0], 1ll << 40);
   EXPECT_THROW(g.get("conv1.weight", {3, 2}, path), Error);
   EXPECT_THROW(g.get("nope", {1}, path), Error);
+  // The header alone gives the same metadata, without the checksum key.
+  EXPECT_EQ(load_safetensors_metadata(path), g.metadata);
   std::filesystem::remove(path);
 }
 
@@ -47,6 +49,8 @@ TEST(Safetensors, TruncatedAndCorruptFilesNameTheFile) {
   const std::string path = temp_path("trunc.safetensors");
   save_safetensors(path, f);
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 100);
+  // A header that claims more data than the file holds: refused by the header alone.
+  EXPECT_THROW(load_safetensors_metadata(path), Error);
   try {
     load_safetensors(path);
     FAIL() << "truncated file loaded";
@@ -59,8 +63,10 @@ TEST(Safetensors, TruncatedAndCorruptFilesNameTheFile) {
     out << "garbage!";
   }
   EXPECT_THROW(load_safetensors(path), Error);
+  EXPECT_THROW(load_safetensors_metadata(path), Error);
   std::filesystem::remove(path);
   EXPECT_THROW(load_safetensors(path), Error);
+  EXPECT_THROW(load_safetensors_metadata(path), Error);
 }
 
 // kill -9 in the middle of a save leaves the previous file loadable.

@@ -74,11 +74,11 @@ class HierarchicalHook : public BucketHook {
   NodeLayout layout_;
   int world_size_ = 1;
   std::unique_ptr<Communicator> node_, cross_;
-  std::map<int, Tensor> part_;  // per bucket: this rank's slice between the steps
+  std::map<int, Tensor> part_;  // per bucket: this rank's slice between the collectives
   int64_t region_ = 0;          // floats per region of a shared segment (see the .cpp)
 
   // Steps 1 and 3 through the node's shared segments (host memory, ranks on one host).
-  void reduce_scatter_shared(SharedSegments& shared, const Tensor& grads, Tensor& part);
+  void reduce_scatter_shared(SharedSegments& shared, Tensor& grads, Tensor& part);
   void allgather_shared(SharedSegments& shared, const Tensor& part, Tensor& grads);
 };
 

@@ -4,12 +4,14 @@
 // exchange bit for bit; on 2 nodes x 2 ranks, Top-k's update and residuals equal a
 // reference computed here (dense inside a node, Top-k's union across nodes); every method
 // either runs two-level (the same update on every rank) or is refused at start in one line;
+// the steps through shared memory give the node group's collectives' bits;
 // the plan's choice flips where its model says; a resumed plan is kept.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 
 #include "comm/communicator.h"
@@ -17,6 +19,7 @@
 #include "comm/local_communicator.h"
 #include "comm/planned_hook.h"
 #include "core/error.h"
+#include "core/ops.h"
 #include "core/safetensors.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
@@ -190,6 +193,48 @@ TEST(TwoLevel, TopkOnTwoNodesMatchesAHandReference) {
     ASSERT_EQ(mine.numel(), half);
     for (int64_t i = 0; i < half; ++i)
       ASSERT_NEAR(mine.f32()[i], residual[node][l * half + i], 1e-6f) << it << " " << i;
+  }
+}
+
+// The steps inside a node through shared memory give the bits of the node group's
+// collectives (reduce-scatter, 1 / L, the method across nodes, allgather), computed here
+// with a second hook of the same method: over iterations (error feedback) and buckets of
+// changing sizes (the segments' regions reused), for dense, Top-k and MiCRO.
+TEST(TwoLevel, SharedMemoryStepsGiveTheCollectivesBits) {
+  Communicator& comm = world();
+  if (comm.size() != 4) GTEST_SKIP() << "needs 4 ranks (2 nodes x 2)";
+  const NodeLayout layout = find_node_layout(comm, 2);
+  for (const std::string& method :
+       {std::string("dense"), std::string("topk"), std::string("micro")}) {
+    std::shared_ptr<BucketHook> inner, ref_inner;
+    if (method == "dense") {
+      inner = std::make_shared<AllreduceHook>();
+      ref_inner = std::make_shared<AllreduceHook>();
+    } else {
+      inner = hook_of(method);
+      ref_inner = hook_of(method);
+    }
+    HierarchicalHook two(inner, comm, layout);
+    HierarchicalHook groups(ref_inner, comm, layout);  // only its groups are used
+    ASSERT_NE(two.node_group()->shared_segments(), nullptr) << "one host: memory is shared";
+    const int L = layout.local_size, l = layout.local_rank;
+    const int64_t sizes[] = {1001, 257, 4000};
+    for (int it = 0; it < 3; ++it)
+      for (int b = 0; b < 3; ++b) {
+        const int64_t n = sizes[b];
+        Tensor g = grads_of(comm.rank(), n, it + 10 * b);
+        Tensor want = g.clone();
+        two.exchange(bucket_of(b, n), g, comm, it);
+        const std::vector<int64_t> counts = slice_counts(n, L);
+        const Bucket slice = groups.slice_of(bucket_of(b, n));
+        Tensor part = Tensor::empty({counts[static_cast<size_t>(l)]});
+        groups.node_group()->reduce_scatter(want, part, counts);
+        scale_inplace(part, 1.0f / static_cast<float>(L));
+        ref_inner->exchange(slice, part, *groups.cross_group(), it);
+        groups.node_group()->allgatherv(part, want, counts);
+        ASSERT_EQ(std::memcmp(g.f32(), want.f32(), want.nbytes()), 0)
+            << method << ", iteration " << it << ", bucket " << b;
+      }
   }
 }
 

@@ -155,5 +155,22 @@ close("two-level dense, 2 nodes: inside + slices across",
 rows = sm.project_two_level(["topk"], ["lstm"], 8, [4], 0.01, {"x": inter}, intra)
 close("topk two-level below flat at 4x8", float(rows[0]["two_level_ms"] < rows[0]["flat_ms"]), 1.0)
 
+# The communication check: a dense small_cnn run on 8 ranks over a shared link, measured
+# at exactly the model's figure, shows 0% error; one measured at twice it, -50%. A ring
+# allreduce of 4 n bytes on 8 ranks: 14 alpha + 2 (7/8) 4n 8 beta on the shared link.
+alpha, beta = 1e-4, 1e-8
+n = sm.PARAMS["small_cnn"]
+want_ms = 1e3 * (14 * alpha + 2 * 7 / 8 * 4 * n * 8 * beta)
+fits = {"1gbit": {"alpha_s": alpha, "beta_s_per_byte": beta}}
+row = {"id": "a", "model": "small_cnn", "ranks": 8, "bandwidth": "1gbit", "sparsifier": "none",
+       "comm_ms": want_ms}
+lines, out = sm.comm_check([row, dict(row, id="b", comm_ms=2 * want_ms)], fits)
+close("comm check: modelled dense allreduce", out[0]["model_ms"], want_ms, rel=1e-12)
+close("comm check: error 0 at the model's figure", out[0]["error"], 0.0)
+close("comm check: error -50% at twice it", out[1]["error"], -0.5, rel=1e-12)
+# A sparsified run's measured communication is its exchange less its decoding.
+sp = dict(row, sparsifier="topk", density=0.01, sp_exchange_ms=3.0, sp_decode_ms=1.0)
+close("comm check: exchange less decode", sm.measured_comm_ms(sp), 2.0)
+
 print(f"{len(failures)} failure(s)" + (": " + ", ".join(failures) if failures else ""))
 sys.exit(1 if failures else 0)

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,7 +64,21 @@ struct ReducerOptions {
   double bucket_cap_mb = 25.0;   // a huge cap gives one whole-model bucket (the papers' setting)
   // Launch buckets only after backward ends (the non-overlapped baseline for benchmarks).
   bool defer_until_finalize = false;
+  // The share of the gradient elements, taken from the first layers' end of the buffer,
+  // whose buckets are exchanged after all others and first layer first (exchange_order).
+  double first_layers_first = 0;
 };
+
+// The order in which buckets are exchanged: every rank issues the same, so it depends on
+// the plan only, never on timing. Bucket 0 holds the last layers (ready first in
+// backward). The buckets holding the first `first_layers_first` of the elements (whole
+// buckets, rounded down; at least none) are held back until backward has finished and
+// then go first layer first, where the next forward needs them first; the others go in
+// ready order, during backward. 0 gives ready order; 1 gives the reverse of it. The
+// trade (P3, MLSys'19; ByteScheduler, SOSP'19): held-back buckets cannot overlap
+// backward, but they arrive in the order the next forward consumes them.
+std::vector<int> exchange_order(const std::vector<int64_t>& bucket_numels,
+                                double first_layers_first);
 
 // The bucket of each parameter, given the parameters' element counts in the order their
 // gradients become ready: a bucket closes before the parameter that would take it past
@@ -121,7 +136,24 @@ class Reducer {
   void begin_backward();
   // Waits for every bucket; throws naming any parameter that never became ready, and
   // rethrows an exchange's error. Returns the time spent waiting (exposed communication).
+  // With a bucket update set, launches what is left and returns without waiting.
   double finalize();
+
+  // Overlap with the next forward. `make` is called on the training thread as each bucket
+  // launches; the task it returns runs on the communication thread right after that
+  // bucket's exchange (the bucket's share of the optimiser step, which must also finish
+  // its device work before returning). Each parameter's Param::before_forward then waits
+  // for its bucket, so the next forward starts on a layer as soon as its bucket is done,
+  // and finalize() no longer waits. Set before the first begin_backward().
+  using BucketUpdate = std::function<std::function<void()>(const Bucket&)>;
+  void set_bucket_update(BucketUpdate make);
+  bool updates_buckets() const { return static_cast<bool>(make_update_); }
+  // Waits for every launched bucket (its exchange and update) and rethrows the first
+  // error: before gradients are zeroed, a checkpoint, evaluation or the end of training.
+  // Returns the time spent waiting.
+  double drain();
+  // The order buckets are exchanged in (exchange_order).
+  const std::vector<int>& order() const { return order_; }
   int64_t iteration() const { return iteration_; }
   // A resumed run continues the iteration count (sparsifiers key rotation, warm-up and
   // random streams on it).
@@ -151,6 +183,10 @@ class Reducer {
   // Sets one stamp of bucket b to now; the training and communication threads both stamp.
   void stamp(int b, double BucketTimes::*field);
   void run_exchange(int b, int64_t iteration, bool traced);
+  // Param::before_forward with a bucket update: waits for the parameter's bucket.
+  void wait_for_bucket_of(const Param& p);
+  void update_after_exchange(int b);
+  void apply_updates_held_for_backward();
 
   FlatParams& flat_;
   Communicator& comm_;
@@ -161,7 +197,15 @@ class Reducer {
   std::vector<int> pending_;      // parameters still to become ready, per bucket
   std::vector<char> ready_seen_;  // by Param::index, this iteration
   std::vector<Work> work_;        // per bucket, this iteration
-  int next_launch_ = 0;
+  std::vector<int> order_;        // bucket ids in exchange order
+  BucketUpdate make_update_;
+  // Guards the hand-over of each bucket's update between the communication thread (its
+  // exchange ended) and finalize() (backward ended).
+  std::mutex update_mu_;
+  bool backward_done_ = false;
+  std::vector<char> exchanged_;                 // per bucket: exchange ended during backward
+  std::vector<std::function<void()>> updates_;  // per bucket, this iteration
+  int next_launch_ = 0;                         // into order_
   int64_t iteration_ = 0;
   bool in_backward_ = false;
   bool tracing_next_ = false, traced_iteration_ = false;

@@ -27,6 +27,7 @@
 #include "train/config_check.h"
 #include "train/epoch_sums.h"
 #include "train/exchange_setup.h"
+#include "train/forward_overlap.h"
 #include "train/mixed_precision.h"
 #include "train/sparsify_checkpoint.h"
 #include "train/step_observer.h"
@@ -155,6 +156,7 @@ ReducerOptions reducer_options(const TrainConfig& c, const TrainingTask& task) {
   // Local clipping needs the whole local gradient, so the buckets then launch after
   // backward (after the clip) instead of during it.
   ro.defer_until_finalize = !c.overlap || (task.clips_before_exchange() && c.clip > 0);
+  ro.first_layers_first = c.first_layers_first;
   return ro;
 }
 
@@ -191,6 +193,17 @@ class TrainingLoop {
   // The parts of a step, in order.
   float set_lr(const StepAt& at);
   void zero_grads();
+  // With forward overlap: the previous step's buckets finish before this backward
+  // writes gradients; the wait not hidden by the forward counts as exposed exchange.
+  void finish_previous_step();
+  // Every bucket in flight is exchanged and applied, and the communication thread idle:
+  // before evaluation, a checkpoint or the end, which read the parameters or the
+  // optimiser state and run collectives on this thread.
+  void settle() {
+    if (!forward_overlap_) return;
+    reducer_->drain();
+    comm_.wait_idle();
+  }
   bool load_data();
   void forward(const StepAt& at, int k, StepLoss& sum);
   void backward(int k, int group);
@@ -252,6 +265,9 @@ class TrainingLoop {
   int64_t total_steps_ = 0;
   EpochSums sums_;
   std::vector<Tensor> saved_buffers_;  // fp16: the buffers before the current step
+  // Each bucket updated as it arrives, the next forward overlapping the rest
+  // (train/forward_overlap.h); false: the step waits for every bucket, then updates.
+  bool forward_overlap_ = false;
   StepObservers observers_;
   StepTiming* timing_ = nullptr;
   CheckpointSchedule* schedule_ = nullptr;
@@ -275,6 +291,12 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   buckets.bucket_cap_mb =
       exchange_->bucket_cap_mb(ready_numels(flat_), buckets, task_.device(), quiet_);
   reducer_ = std::make_unique<Reducer>(flat_, comm_, exchange_->hook(), buckets);
+  const std::string blocker =
+      forward_overlap_blocker(c_, task_.clips_before_exchange(), precision_.scales_loss());
+  forward_overlap_ = c_.forward_overlap && blocker.empty();
+  if (forward_overlap_) reducer_->set_bucket_update(bucket_update(*optimizer_));
+  if (!blocker.empty() && !quiet_)
+    std::fprintf(stderr, "forward overlap off (as --no-forward-overlap): %s\n", blocker.c_str());
   if (c_.sync_bn) install_sync_bn(true);
   if (c_.print_buckets && leader_) std::fputs(reducer_->describe_plan().c_str(), stderr);
   if (c_.print_placement)
@@ -299,9 +321,9 @@ void TrainingLoop::plan_steps() {
   // Told in this order after each step: timing closes it, a checkpoint is written, the
   // trace window closes.
   timing_ = &observers_.add(std::make_unique<StepTiming>());
-  const CheckpointSchedule::Plan plan{c_.checkpoint_every, c_.checkpoint_minutes,
-                                      total_steps_,        steps_per_epoch(),
-                                      c_.accum_steps,      task_.steps_per_epoch()};
+  const CheckpointSchedule::Plan plan{
+      c_.checkpoint_every, c_.checkpoint_minutes,   total_steps_,    steps_per_epoch(),
+      c_.accum_steps,      task_.steps_per_epoch(), forward_overlap_};
   schedule_ = &observers_.add(std::make_unique<CheckpointSchedule>(
       plan, comm_, [this](const TrainPosition& at) { checkpoint(at); }));
   if (c_.trace.empty()) return;
@@ -431,6 +453,7 @@ void TrainingLoop::restore_buffers() {
 }
 
 TrainingTask::Evaluation TrainingLoop::evaluate(bool epoch_end) {
+  settle();
   sync_buffers();
   result_.evaluated = true;
   TrainingTask::Evaluation ev = task_.evaluate(epoch_end);
@@ -444,6 +467,7 @@ TrainingTask::Evaluation TrainingLoop::evaluate(bool epoch_end) {
 }
 
 void TrainingLoop::checkpoint(const TrainPosition& at) {
+  settle();
   sync_buffers();
   std::vector<std::pair<std::string, Tensor>> extra;
   std::map<std::string, std::string> meta = metadata();
@@ -470,13 +494,16 @@ void TrainingLoop::checkpoint(const TrainPosition& at) {
 bool TrainingLoop::step(const StepAt& at) {
   const int group = group_size(at.batch);
   if (group <= 0) return false;
+  // The trace's first step starts with a barrier on this thread.
+  if (!c_.trace.empty()) settle();
   observers_.step_begin(at);
   StepReport r;
   r.lr = set_lr(at);
-  zero_grads();
+  if (!forward_overlap_) zero_grads();
   for (int k = 0; k < group; ++k) {
     if (!load_data()) return false;
     forward(at, k, r.loss);
+    if (k == 0 && forward_overlap_) finish_previous_step();
     // The last micro-batch's buckets are exchanged while its backward goes on.
     observers_.timed(Phase::Backward, [&] { backward(k, group); });
   }
@@ -493,6 +520,11 @@ float TrainingLoop::set_lr(const StepAt& at) {
   const float lr = task_.lr(at.epoch, at.batch * c_.accum_steps);
   optimizer_->set_lr(lr);
   return lr;
+}
+
+void TrainingLoop::finish_previous_step() {
+  observers_.timed(Phase::Exchange, [&] { reducer_->drain(); });
+  zero_grads();
 }
 
 void TrainingLoop::zero_grads() {
@@ -544,8 +576,14 @@ double TrainingLoop::finish_exchange() {
   return norm;
 }
 
-// fp16: an overflowed step is skipped (the loss scaler lowers its scale).
+// fp16: an overflowed step is skipped (the loss scaler lowers its scale). With forward
+// overlap the buckets update themselves; a traced step waits for them, so its timeline
+// is complete.
 void TrainingLoop::update() {
+  if (forward_overlap_) {
+    if (reducer_->tracing()) reducer_->drain();
+    return;
+  }
   if (!precision_.unscale_and_check(flat_.grads(), comm_)) {
     restore_buffers();
     return;
@@ -637,6 +675,7 @@ void TrainingLoop::end_epoch(int64_t epoch, double epoch_s) {
 }
 
 LoopResult TrainingLoop::finish() {
+  settle();
   observers_.run_end();
   result_.seconds = wall_.seconds();
   result_.mean_step_ms = timing_->mean_step_ms();

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
@@ -199,11 +200,10 @@ class TrainingLoop {
   // Every bucket in flight is exchanged and applied, and the communication thread idle:
   // before evaluation, a checkpoint or the end, which read the parameters or the
   // optimiser state and run collectives on this thread.
-  void settle() {
-    if (!forward_overlap_) return;
-    reducer_->drain();
-    comm_.wait_idle();
-  }
+  void settle();
+  // The last step's metrics row, held until its buckets' statistics are complete (with
+  // forward overlap and a sparsifier, until the next step's drain or settle()).
+  void write_step_row();
   bool load_data();
   void forward(const StepAt& at, int k, StepLoss& sum);
   void backward(int k, int group);
@@ -268,6 +268,7 @@ class TrainingLoop {
   // Each bucket updated as it arrives, the next forward overlapping the rest
   // (train/forward_overlap.h); false: the step waits for every bucket, then updates.
   bool forward_overlap_ = false;
+  std::optional<MetricRow> pending_row_;
   StepObservers observers_;
   StepTiming* timing_ = nullptr;
   CheckpointSchedule* schedule_ = nullptr;
@@ -524,7 +525,24 @@ float TrainingLoop::set_lr(const StepAt& at) {
 
 void TrainingLoop::finish_previous_step() {
   observers_.timed(Phase::Exchange, [&] { reducer_->drain(); });
+  write_step_row();
   zero_grads();
+}
+
+void TrainingLoop::settle() {
+  if (!forward_overlap_) return;
+  reducer_->drain();
+  comm_.wait_idle();
+  write_step_row();
+}
+
+void TrainingLoop::write_step_row() {
+  if (!pending_row_) return;
+  MetricRow& row = *pending_row_;
+  if (sparsify_) add_sparsify_metrics(sparsify_->take_stats(), row);
+  precision_.add_metrics(row);
+  iter_log_.write(row);
+  pending_row_.reset();
 }
 
 void TrainingLoop::zero_grads() {
@@ -618,9 +636,9 @@ void TrainingLoop::log_step(const StepAt& at, StepReport& r) {
               {"comm_ms", t.comm},
               {"opt_ms", t.opt},
               {"wall_s", wall_.seconds()}});
-  if (sparsify_) add_sparsify_metrics(sparsify_->take_stats(), row);
-  precision_.add_metrics(row);
-  iter_log_.write(row);
+  pending_row_ = std::move(row);
+  // The sparsifier's statistics of this step are complete once its buckets are.
+  if (!forward_overlap_ || !sparsify_) write_step_row();
   if (quiet_ || (result_.steps % c_.log_every != 0 && at.batch + 1 != steps_per_epoch())) return;
   print_progress(at, r);
 }

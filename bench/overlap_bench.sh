@@ -11,7 +11,8 @@
 # fraction (1 - exposed with overlap / exposed without), the saved fraction (iteration
 # time saved / exposed communication without overlap), the speedup and the two bounds.
 #   bench/overlap_bench.sh BUILD_DIR [RATE=50mbit] [ITERS=40] [REPEATS=1] [BATCH=64]
-#                          [MODES="forward-overlap overlap no-overlap"]
+#                          [MODES="forward-overlap overlap no-overlap"] [FORWARD_FLAGS]
+# FORWARD_FLAGS are added to the forward-overlap runs (e.g. "--first-layers-first 0").
 # BATCH is per rank. Overlapping backward alone can hide at most the communication that
 # fits into backward: when backward is shorter than the exchange, the saved fraction is
 # bounded by about backward / exchange; overlapping the next forward as well raises that
@@ -24,6 +25,7 @@ iters=${3:-40}
 repeats=${4:-1}
 batch=${5:-64}
 modes=(${6:-forward-overlap overlap no-overlap})
+read -r -a forward_flags <<<"${7:-}"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 mkdir "$out/time"
@@ -35,7 +37,7 @@ args=(train --arch resnet20 --dataset synthetic --synthetic-size 100000 -b "$bat
 for ((i = 0; i < repeats; i++)); do
   for mode in "${modes[@]}"; do
     case $mode in
-      forward-overlap) extra=() ;;
+      forward-overlap) extra=("${forward_flags[@]}") ;;
       overlap) extra=(--no-forward-overlap) ;;
       no-overlap) extra=(--no-overlap) ;;
       *) echo "overlap_bench.sh: unknown mode '$mode'" >&2; exit 2 ;;

@@ -153,9 +153,7 @@ Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHoo
     signature = signature * 1000003u + static_cast<uint64_t>(b.numel);
   comm_.check_same_on_all_ranks(static_cast<int64_t>(signature),
                                 "the gradient bucket plan (model or --bucket-cap-mb)");
-  std::vector<int64_t> bucket_numels;
-  for (const Bucket& b : buckets_) bucket_numels.push_back(b.numel);
-  order_ = exchange_order(bucket_numels, opt_.first_layers_first);
+  set_first_layers_first(opt_.first_layers_first);
   pending_.assign(buckets_.size(), 0);
   exchanged_.assign(buckets_.size(), 0);
   updates_.assign(buckets_.size(), nullptr);
@@ -190,6 +188,15 @@ Reducer::~Reducer() {
     p->on_grad_ready = nullptr;
     p->before_forward = nullptr;
   }
+}
+
+void Reducer::set_first_layers_first(double share) {
+  ST_CHECK(!in_backward_, "Reducer: the exchange order changed during a backward");
+  for (const Work& w : work_) ST_CHECK(w.done(), "Reducer: the exchange order changed in flight");
+  opt_.first_layers_first = share;
+  std::vector<int64_t> bucket_numels;
+  for (const Bucket& b : buckets_) bucket_numels.push_back(b.numel);
+  order_ = exchange_order(bucket_numels, share);
 }
 
 void Reducer::set_bucket_update(BucketUpdate make) {

@@ -154,6 +154,9 @@ class Reducer {
   double drain();
   // The order buckets are exchanged in (exchange_order).
   const std::vector<int>& order() const { return order_; }
+  // Changes ReducerOptions::first_layers_first between iterations (nothing in flight).
+  // Collective in effect: every rank must set the same value before the same iteration.
+  void set_first_layers_first(double share);
   int64_t iteration() const { return iteration_; }
   // A resumed run continues the iteration count (sparsifiers key rotation, warm-up and
   // random streams on it).

@@ -76,8 +76,9 @@ struct TrainConfig {
   // buckets still in flight (false: the step waits for every bucket, then updates).
   bool forward_overlap = true;
   // With forward overlap: the share of the gradient whose buckets (the first layers')
-  // are exchanged after backward, first layer first (comm/reducer.h, exchange_order).
-  double first_layers_first = 0.5;
+  // are exchanged after backward, first layer first (comm/reducer.h, exchange_order);
+  // negative: chosen from the first steps' times (train/exchange_order_probe.h).
+  double first_layers_first = -1;
   bool sync_bn = false;  // BatchNorm batch statistics over all ranks (else per rank)
   // Two-level exchange (comm/hierarchical_hook.h): "off", "node" (nodes by host name) or a
   // number of consecutive ranks that form a node.

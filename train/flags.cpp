@@ -356,8 +356,9 @@ std::vector<FlagRow> exchange_rows() {
       {.names = "--first-layers-first",
        .field = &TrainConfig::first_layers_first,
        .help = "with forward overlap: the share of the gradient, from the first layers, "
-               "exchanged after backward and first layer first (0: in ready order)",
-       .range = in_range(0, false, 1, false),
+               "exchanged after backward and first layer first (0: in ready order; -1: "
+               "1 - backward / exchange, measured over the first steps)",
+       .range = in_range(-1, false, 1, false),
        .agree = Agree::value},
       {.names = "--sparsifier",
        .field = &TrainConfig::sparsifier,

@@ -27,6 +27,7 @@
 #include "train/checkpoint_schedule.h"
 #include "train/config_check.h"
 #include "train/epoch_sums.h"
+#include "train/exchange_order_probe.h"
 #include "train/exchange_setup.h"
 #include "train/forward_overlap.h"
 #include "train/mixed_precision.h"
@@ -157,7 +158,6 @@ ReducerOptions reducer_options(const TrainConfig& c, const TrainingTask& task) {
   // Local clipping needs the whole local gradient, so the buckets then launch after
   // backward (after the clip) instead of during it.
   ro.defer_until_finalize = !c.overlap || (task.clips_before_exchange() && c.clip > 0);
-  ro.first_layers_first = c.first_layers_first;
   return ro;
 }
 
@@ -201,6 +201,8 @@ class TrainingLoop {
   // before evaluation, a checkpoint or the end, which read the parameters or the
   // optimiser state and run collectives on this thread.
   void settle();
+  // --first-layers-first -1: the probe's step (train/exchange_order_probe.h).
+  void probe_exchange_order();
   // The last step's metrics row, held until its buckets' statistics are complete (with
   // forward overlap and a sparsifier, until the next step's drain or settle()).
   void write_step_row();
@@ -269,6 +271,9 @@ class TrainingLoop {
   // (train/forward_overlap.h); false: the step waits for every bucket, then updates.
   bool forward_overlap_ = false;
   std::optional<MetricRow> pending_row_;
+  // --first-layers-first -1: measures the first steps, then sets the exchange order.
+  std::unique_ptr<ExchangeOrderProbe> order_probe_;
+  double last_backward_ms_ = 0;
   StepObservers observers_;
   StepTiming* timing_ = nullptr;
   CheckpointSchedule* schedule_ = nullptr;
@@ -295,7 +300,13 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   const std::string blocker =
       forward_overlap_blocker(c_, task_.clips_before_exchange(), precision_.scales_loss());
   forward_overlap_ = c_.forward_overlap && blocker.empty();
-  if (forward_overlap_) reducer_->set_bucket_update(bucket_update(*optimizer_));
+  if (forward_overlap_) {
+    reducer_->set_bucket_update(bucket_update(*optimizer_));
+    if (c_.first_layers_first >= 0)
+      reducer_->set_first_layers_first(c_.first_layers_first);
+    else
+      order_probe_ = std::make_unique<ExchangeOrderProbe>();
+  }
   if (!blocker.empty() && !quiet_)
     std::fprintf(stderr, "forward overlap off (as --no-forward-overlap): %s\n", blocker.c_str());
   if (c_.sync_bn) install_sync_bn(true);
@@ -526,7 +537,23 @@ float TrainingLoop::set_lr(const StepAt& at) {
 void TrainingLoop::finish_previous_step() {
   observers_.timed(Phase::Exchange, [&] { reducer_->drain(); });
   write_step_row();
+  if (order_probe_) probe_exchange_order();
   zero_grads();
+}
+
+void TrainingLoop::probe_exchange_order() {
+  comm_.wait_idle();  // its agreement is a collective on this thread
+  const int64_t done = result_.steps - pos_.step;
+  if (!order_probe_->after_step(done, last_backward_ms_, reducer_->bucket_times(), comm_,
+                                *reducer_))
+    return;
+  if (!quiet_)
+    std::fprintf(stderr,
+                 "forward overlap: backward %.1f ms, exchange %.1f ms over the ranks' probed "
+                 "steps; the first layers' %.2f of the gradient go after backward\n",
+                 order_probe_->backward_ms(), order_probe_->exchange_ms(),
+                 reducer_->options().first_layers_first);
+  order_probe_.reset();
 }
 
 void TrainingLoop::settle() {
@@ -636,6 +663,7 @@ void TrainingLoop::log_step(const StepAt& at, StepReport& r) {
               {"comm_ms", t.comm},
               {"opt_ms", t.opt},
               {"wall_s", wall_.seconds()}});
+  last_backward_ms_ = t.bwd;
   pending_row_ = std::move(row);
   // The sparsifier's statistics of this step are complete once its buckets are.
   if (!forward_overlap_ || !sparsify_) write_step_row();

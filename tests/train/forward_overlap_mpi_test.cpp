@@ -22,6 +22,7 @@
 #include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "train/exchange_order_probe.h"
 #include "train/training_loop.h"
 
 namespace st::test {
@@ -188,6 +189,8 @@ void expect_same_steps(const TrainConfig& c, const std::string& name) {
   EXPECT_EQ(on.param_sum, off.param_sum) << name << ": an evaluation saw other parameters";
 }
 
+// The default (--first-layers-first -1) measures steps 2-5 and changes the exchange
+// order before step 6 of the ten.
 TEST(ForwardOverlap, DenseSgdTakesTheSameSteps) {
   expect_same_steps(base_config(), "dense_sgd");
 }
@@ -246,6 +249,15 @@ TEST(ExchangeOrder, HoldsBackTheFirstLayersShare) {
   EXPECT_EQ(exchange_order(numels, 0.59), (std::vector<int>{0, 1, 3, 2}));
   EXPECT_EQ(exchange_order(numels, 0.6), (std::vector<int>{0, 3, 2, 1}));
   EXPECT_EQ(exchange_order(numels, 1), (std::vector<int>{3, 2, 1, 0}));
+}
+
+// Held back: what the link cannot fill during backward; nothing when backward is longer.
+TEST(ExchangeOrderProbe, HoldsBackWhatBackwardCannotCover) {
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(60, 150), 0.6);
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(150, 150), 0.0);
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(300, 150), 0.0);
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(0, 150), 1.0);
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(60, 0), 0.0);  // a single rank exchanges nothing
 }
 
 }  // namespace

@@ -14,6 +14,8 @@ std::string forward_overlap_blocker(const TrainConfig& c, bool clips_before_exch
   if (!c.overlap) return "--no-overlap exchanges every bucket after backward";
   if (c.clip > 0 && !clips_before_exchange)
     return "--clip scales by the norm of the whole averaged gradient";
+  if (!c.trace.empty())
+    return "--trace gathers its timelines with collectives that would run beside the exchange";
   if (scales_loss)
     return "--precision fp16 skips an overflowed step only once every bucket is checked";
   return "";

@@ -18,7 +18,9 @@ namespace st {
 // bucket's result before any parameter may change.
 //  - --no-overlap (the benchmarks' baseline: no bucket is exchanged during backward);
 //  - --clip after the exchange (the global norm reads the whole averaged gradient);
-//  - fp16 loss scaling (an overflowed step is skipped as a whole, decided over every bucket).
+//  - fp16 loss scaling (an overflowed step is skipped as a whole, decided over every bucket);
+//  - --trace (its clock sync and gathers are collectives on the training thread, which
+//    must not run while buckets are in flight).
 std::string forward_overlap_blocker(const TrainConfig& c, bool clips_before_exchange,
                                     bool scales_loss);
 

@@ -172,6 +172,14 @@ class TrainingLoop {
  public:
   TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicator& comm);
   ~TrainingLoop() {
+    // Buckets still in flight (an exception unwinding) update through the optimiser,
+    // which goes before the reducer: they finish first.
+    if (forward_overlap_) {
+      try {
+        reducer_->drain();
+      } catch (...) {
+      }
+    }
     if (c_.sync_bn) install_sync_bn(false);
   }
   LoopResult run();
@@ -506,8 +514,6 @@ void TrainingLoop::checkpoint(const TrainPosition& at) {
 bool TrainingLoop::step(const StepAt& at) {
   const int group = group_size(at.batch);
   if (group <= 0) return false;
-  // The trace's first step starts with a barrier on this thread.
-  if (!c_.trace.empty()) settle();
   observers_.step_begin(at);
   StepReport r;
   r.lr = set_lr(at);
@@ -548,11 +554,12 @@ void TrainingLoop::probe_exchange_order() {
                                 *reducer_))
     return;
   if (!quiet_)
-    std::fprintf(stderr,
-                 "forward overlap: backward %.1f ms, exchange %.1f ms over the ranks' probed "
-                 "steps; the first layers' %.2f of the gradient go after backward\n",
-                 order_probe_->backward_ms(), order_probe_->exchange_ms(),
-                 reducer_->options().first_layers_first);
+    std::fprintf(
+        stderr,
+        "forward overlap: backward after the first bucket %.1f ms, exchange %.1f ms over "
+        "the ranks' probed steps; the first layers' %.2f of the gradient go after backward\n",
+        order_probe_->backward_ms(), order_probe_->exchange_ms(),
+        reducer_->options().first_layers_first);
   order_probe_.reset();
 }
 
@@ -622,13 +629,9 @@ double TrainingLoop::finish_exchange() {
 }
 
 // fp16: an overflowed step is skipped (the loss scaler lowers its scale). With forward
-// overlap the buckets update themselves; a traced step waits for them, so its timeline
-// is complete.
+// overlap the buckets update themselves.
 void TrainingLoop::update() {
-  if (forward_overlap_) {
-    if (reducer_->tracing()) reducer_->drain();
-    return;
-  }
+  if (forward_overlap_) return;
   if (!precision_.unscale_and_check(flat_.grads(), comm_)) {
     restore_buffers();
     return;

@@ -2,9 +2,11 @@
 // A fixed plan cuts the flat gradient buffer, which FlatParams lays out in reverse
 // parameter order, into contiguous buckets: a small first one, then `bucket_cap_mb`.
 // During backward each parameter's "gradient ready" counts its bucket down; a complete
-// bucket is launched, strictly in bucket order on every rank, as a task on the
-// communicator's worker thread, where its hook exchanges it while backward continues.
-// finalize() waits for every bucket before the optimiser step. Every iteration stamps
+// bucket is launched, strictly in the plan's exchange order (exchange_order) on every
+// rank, as a task on the communicator's worker thread, where its hook exchanges it while
+// backward continues. finalize() waits for every bucket before the optimiser step, or,
+// with a bucket update (overlap with the next forward), leaves each bucket to update
+// itself and the next forward to wait per parameter. Every iteration stamps
 // each bucket's ready, launch and exchange times (BucketTimes) for the Chrome trace;
 // traced iterations add a barrier per bucket to measure the wait for peers apart.
 #pragma once
@@ -97,7 +99,7 @@ struct BucketTimes {
   int64_t iteration = 0;  // the count the exchange ran with (Reducer::iteration() before finalize)
   // The mark_grad_ready() that completed the bucket's countdown: its last gradient.
   double ready_ms = -1;
-  // Handed to the communication thread. Buckets launch in bucket order, so a bucket
+  // Handed to the communication thread. Buckets launch in exchange order, so a bucket
   // waits for every earlier one; with defer_until_finalize all launch in finalize().
   double launch_ms = -1;
   // Traced iterations only (Reducer::set_tracing): a barrier on the communication thread
@@ -147,13 +149,10 @@ class Reducer {
   // and finalize() no longer waits. Set before the first begin_backward().
   using BucketUpdate = std::function<std::function<void()>(const Bucket&)>;
   void set_bucket_update(BucketUpdate make);
-  bool updates_buckets() const { return static_cast<bool>(make_update_); }
   // Waits for every launched bucket (its exchange and update) and rethrows the first
   // error: before gradients are zeroed, a checkpoint, evaluation or the end of training.
   // Returns the time spent waiting.
   double drain();
-  // The order buckets are exchanged in (exchange_order).
-  const std::vector<int>& order() const { return order_; }
   // Changes ReducerOptions::first_layers_first between iterations (nothing in flight).
   // Collective in effect: every rank must set the same value before the same iteration.
   void set_first_layers_first(double share);

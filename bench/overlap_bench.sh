@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Overlap benchmark: 2 ranks over a rate-limited loopback (MPI over TCP only),
-# ResNet-20 on synthetic data, bucketed overlap vs exchanging everything after backward.
-# The two modes run alternately REPEATS times (a shared machine's load then hits both
-# alike). Prints JSON lines (scripts/overlap_report.py): per mode the median iteration
-# time, backward and exposed communication over all runs' iterations after 10 warm-up
-# ones, and the job's CPU seconds per iteration and rank; then the hidden fraction
-# (1 - exposed with overlap / exposed without), the saved fraction (iteration time saved
-# / exposed communication without overlap) and the speedup.
+# ResNet-20 on synthetic data. Three modes: forward-overlap (the default: each bucket
+# updated as it arrives, the next forward overlapping the buckets still in flight),
+# overlap (--no-forward-overlap: buckets overlap backward only, the step waits for all)
+# and no-overlap (--no-overlap: everything exchanged after backward). The modes run
+# alternately REPEATS times (a shared machine's load then hits all alike). Prints JSON
+# lines (scripts/overlap_report.py): per mode the median iteration time, forward,
+# backward and exposed communication over all runs' iterations after 10 warm-up ones,
+# and the job's CPU seconds per iteration and rank; then per overlapped mode the hidden
+# fraction (1 - exposed with overlap / exposed without), the saved fraction (iteration
+# time saved / exposed communication without overlap), the speedup and the two bounds.
 #   bench/overlap_bench.sh BUILD_DIR [RATE=50mbit] [ITERS=40] [REPEATS=1] [BATCH=64]
-# BATCH is per rank. Overlap can hide at most the communication that fits into backward:
-# when backward is shorter than the exchange, the saved fraction is bounded by about
-# backward / exchange (docs/RESULTS.md, "Overlap benchmark").
+#                          [MODES="forward-overlap overlap no-overlap"] [FORWARD_FLAGS]
+# FORWARD_FLAGS are added to the forward-overlap runs (e.g. "--first-layers-first 0").
+# BATCH is per rank. Overlapping backward alone can hide at most the communication that
+# fits into backward: when backward is shorter than the exchange, the saved fraction is
+# bounded by about backward / exchange; overlapping the next forward as well raises that
+# to about (backward + forward) / exchange (docs/RESULTS.md, "Overlap benchmark").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$1
@@ -18,6 +24,8 @@ rate=${2:-50mbit}
 iters=${3:-40}
 repeats=${4:-1}
 batch=${5:-64}
+modes=(${6:-forward-overlap overlap no-overlap})
+read -r -a forward_flags <<<"${7:-}"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 mkdir "$out/time"
@@ -27,19 +35,26 @@ args=(train --arch resnet20 --dataset synthetic --synthetic-size 100000 -b "$bat
       --workers 1 --max-iters "$iters" --eval-batches 1 -q --first-bucket-mb 0.05
       --bucket-cap-mb 0.2)
 for ((i = 0; i < repeats; i++)); do
-  for mode in overlap no-overlap; do
-    extra=()
-    [[ $mode == no-overlap ]] && extra=(--no-overlap)
+  for mode in "${modes[@]}"; do
+    case $mode in
+      forward-overlap) extra=("${forward_flags[@]}") ;;
+      overlap) extra=(--no-forward-overlap) ;;
+      no-overlap) extra=(--no-overlap) ;;
+      *) echo "overlap_bench.sh: unknown mode '$mode'" >&2; exit 2 ;;
+    esac
     /usr/bin/time -f "%U %S" -o "$out/time/$mode.$i" \
       scripts/netns_run.sh "$rate" -- "${mpi[@]}" "$build/apps/sparsetrain" "${args[@]}" \
       "${extra[@]}" --out "$out/$mode.$i" >/dev/null 2>&1
   done
 done
-/usr/bin/python3 scripts/overlap_report.py --tag "rate=$rate" --tag "batch=$batch" \
-  --overlap "$out"/overlap.* --no-overlap "$out"/no-overlap.*
+report=(--no-overlap "$out"/no-overlap.*)
+for mode in "${modes[@]}"; do
+  if [[ $mode != no-overlap ]]; then report+=("--$mode" "$out/$mode".*); fi
+done
+/usr/bin/python3 scripts/overlap_report.py --tag "rate=$rate" --tag "batch=$batch" "${report[@]}"
 # CPU time of the whole job (both ranks, start-up included) per iteration and rank: what
 # the waiting costs shows here even when the iteration times hide it.
-for mode in overlap no-overlap; do
+for mode in "${modes[@]}"; do
   cat "$out/time/$mode".* | /usr/bin/python3 -c '
 import json, statistics, sys
 mode, iters = sys.argv[1], int(sys.argv[2])

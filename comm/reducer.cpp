@@ -95,6 +95,24 @@ std::vector<int> cut_buckets(const std::vector<int64_t>& ready_numels, const Red
   return bucket_of;
 }
 
+std::vector<int> exchange_order(const std::vector<int64_t>& bucket_numels,
+                                double first_layers_first) {
+  const int n = static_cast<int>(bucket_numels.size());
+  int64_t total = 0;
+  for (const int64_t numel : bucket_numels) total += numel;
+  const double budget = first_layers_first * static_cast<double>(total);
+  int first_held = n;  // buckets [first_held, n) are held back
+  int64_t held = 0;
+  while (first_held > 0 && static_cast<double>(held + bucket_numels[first_held - 1]) <= budget) {
+    held += bucket_numels[first_held - 1];
+    --first_held;
+  }
+  std::vector<int> order;
+  for (int b = 0; b < first_held; ++b) order.push_back(b);
+  for (int b = n - 1; b >= first_held; --b) order.push_back(b);
+  return order;
+}
+
 std::vector<int64_t> ready_numels(const FlatParams& flat) {
   std::vector<int64_t> numels;
   for (auto it = flat.params().rbegin(); it != flat.params().rend(); ++it)
@@ -135,7 +153,10 @@ Reducer::Reducer(FlatParams& flat, Communicator& comm, std::shared_ptr<BucketHoo
     signature = signature * 1000003u + static_cast<uint64_t>(b.numel);
   comm_.check_same_on_all_ranks(static_cast<int64_t>(signature),
                                 "the gradient bucket plan (model or --bucket-cap-mb)");
+  set_first_layers_first(opt_.first_layers_first);
   pending_.assign(buckets_.size(), 0);
+  exchanged_.assign(buckets_.size(), 0);
+  updates_.assign(buckets_.size(), nullptr);
   work_.assign(buckets_.size(), Work());
   times_.assign(buckets_.size(), BucketTimes());
   ready_seen_.assign(params.size(), 0);
@@ -163,7 +184,41 @@ Reducer::~Reducer() {
   // collectives every live rank also runs, so they complete; then the caller can end the
   // job. (A dead peer ends the whole MPI job anyway.)
   wait_for_launched();
-  for (Param* p : flat_.params()) p->on_grad_ready = nullptr;
+  for (Param* p : flat_.params()) {
+    p->on_grad_ready = nullptr;
+    p->before_forward = nullptr;
+  }
+}
+
+void Reducer::set_first_layers_first(double share) {
+  ST_CHECK(!in_backward_, "Reducer: the exchange order changed during a backward");
+  for (const Work& w : work_) ST_CHECK(w.done(), "Reducer: the exchange order changed in flight");
+  opt_.first_layers_first = share;
+  std::vector<int64_t> bucket_numels;
+  for (const Bucket& b : buckets_) bucket_numels.push_back(b.numel);
+  order_ = exchange_order(bucket_numels, share);
+}
+
+void Reducer::set_bucket_update(BucketUpdate make) {
+  ST_CHECK(!in_backward_, "Reducer: set_bucket_update() during a backward");
+  make_update_ = std::move(make);
+  for (Param* p : flat_.params()) {
+    if (make_update_)
+      p->before_forward = [this](Param& q) { wait_for_bucket_of(q); };
+    else
+      p->before_forward = nullptr;
+  }
+}
+
+void Reducer::wait_for_bucket_of(const Param& p) {
+  work_[static_cast<size_t>(bucket_of_[p.index])].wait();
+}
+
+double Reducer::drain() {
+  const auto start = std::chrono::steady_clock::now();
+  if (std::exception_ptr error = wait_for_launched()) std::rethrow_exception(error);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 std::exception_ptr Reducer::wait_for_launched() noexcept {
@@ -181,7 +236,15 @@ std::exception_ptr Reducer::wait_for_launched() noexcept {
 
 void Reducer::begin_backward() {
   ST_CHECK(!in_backward_, "Reducer: begin_backward() twice without finalize()");
+  // The previous step's buckets may still be in flight (overlap with the forward):
+  // their stamps and their gradients belong to that step.
+  drain();
   in_backward_ = true;
+  {
+    std::lock_guard<std::mutex> lock(update_mu_);
+    backward_done_ = false;
+    std::fill(exchanged_.begin(), exchanged_.end(), 0);
+  }
   for (const Bucket& b : buckets_) pending_[b.id] = static_cast<int>(b.params.size());
   std::fill(ready_seen_.begin(), ready_seen_.end(), 0);
   next_launch_ = 0;
@@ -211,8 +274,8 @@ void Reducer::on_grad_ready(Param& p) {
   stamp(b, &BucketTimes::ready_ms);  // this was the bucket's last gradient
   if (opt_.defer_until_finalize) return;
   // Launch strictly in bucket order, so every rank issues the same collective sequence.
-  while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0)
-    launch(next_launch_++);
+  while (next_launch_ < static_cast<int>(order_.size()) && pending_[order_[next_launch_]] == 0)
+    launch(order_[next_launch_++]);
 }
 
 void Reducer::stamp(int b, double BucketTimes::*field) {
@@ -230,10 +293,43 @@ void Reducer::launch(int b) {
   // thread waits on it before its collective, while the compute stream runs on with
   // backward.
   const StreamPosition ready = StreamPosition::record_current(flat_.grads().device());
+  if (make_update_) {
+    std::function<void()> update = make_update_(buckets_[b]);
+    std::lock_guard<std::mutex> lock(update_mu_);
+    updates_[b] = std::move(update);
+  }
   work_[b] = comm_.submit([this, b, iteration, traced, ready] {
     ready.wait();
     run_exchange(b, iteration, traced);
+    if (make_update_) update_after_exchange(b);
   });
+}
+
+// A layer's backward may still read its weights after announcing their gradients (dx
+// needs W), so no bucket is updated before backward has ended: a bucket exchanged
+// earlier leaves its update to finalize(), one exchanged later applies it here at once.
+void Reducer::update_after_exchange(int b) {
+  std::function<void()> update;
+  {
+    std::lock_guard<std::mutex> lock(update_mu_);
+    if (backward_done_)
+      update = std::move(updates_[b]);
+    else
+      exchanged_[b] = 1;
+  }
+  if (update) update();
+}
+
+// At finalize(): the buckets whose exchange ended during backward, updated on this thread.
+void Reducer::apply_updates_held_for_backward() {
+  std::vector<std::function<void()>> held;
+  {
+    std::lock_guard<std::mutex> lock(update_mu_);
+    backward_done_ = true;
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      if (exchanged_[b]) held.push_back(std::move(updates_[b]));
+  }
+  for (const auto& update : held) update();
 }
 
 // On the communication thread. A collective's duration mixes two things: waiting until
@@ -264,9 +360,14 @@ double Reducer::finalize() {
                ") never announced gradient-ready in this backward; every parameter must take "
                "part in the loss");
   }
-  while (next_launch_ < static_cast<int>(buckets_.size())) launch(next_launch_++);
+  while (next_launch_ < static_cast<int>(order_.size())) launch(order_[next_launch_++]);
   in_backward_ = false;
   ++iteration_;
+  // The next forward waits per parameter (before_forward) and drain() for the rest.
+  if (make_update_) {
+    apply_updates_held_for_backward();
+    return 0;
+  }
   // Every bucket finishes before an exchange's error is rethrown, so nothing in flight
   // outlives the unwinding.
   if (std::exception_ptr error = wait_for_launched()) std::rethrow_exception(error);

@@ -2,15 +2,18 @@
 // A fixed plan cuts the flat gradient buffer, which FlatParams lays out in reverse
 // parameter order, into contiguous buckets: a small first one, then `bucket_cap_mb`.
 // During backward each parameter's "gradient ready" counts its bucket down; a complete
-// bucket is launched, strictly in bucket order on every rank, as a task on the
-// communicator's worker thread, where its hook exchanges it while backward continues.
-// finalize() waits for every bucket before the optimiser step. Every iteration stamps
+// bucket is launched, strictly in the plan's exchange order (exchange_order) on every
+// rank, as a task on the communicator's worker thread, where its hook exchanges it while
+// backward continues. finalize() waits for every bucket before the optimiser step, or,
+// with a bucket update (overlap with the next forward), leaves each bucket to update
+// itself and the next forward to wait per parameter. Every iteration stamps
 // each bucket's ready, launch and exchange times (BucketTimes) for the Chrome trace;
 // traced iterations add a barrier per bucket to measure the wait for peers apart.
 #pragma once
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,7 +66,21 @@ struct ReducerOptions {
   double bucket_cap_mb = 25.0;   // a huge cap gives one whole-model bucket (the papers' setting)
   // Launch buckets only after backward ends (the non-overlapped baseline for benchmarks).
   bool defer_until_finalize = false;
+  // The share of the gradient elements, taken from the first layers' end of the buffer,
+  // whose buckets are exchanged after all others and first layer first (exchange_order).
+  double first_layers_first = 0;
 };
+
+// The order in which buckets are exchanged: every rank issues the same, so it depends on
+// the plan only, never on timing. Bucket 0 holds the last layers (ready first in
+// backward). The buckets holding the first `first_layers_first` of the elements (whole
+// buckets, rounded down; at least none) are held back until backward has finished and
+// then go first layer first, where the next forward needs them first; the others go in
+// ready order, during backward. 0 gives ready order; 1 gives the reverse of it. The
+// trade (P3, MLSys'19; ByteScheduler, SOSP'19): held-back buckets cannot overlap
+// backward, but they arrive in the order the next forward consumes them.
+std::vector<int> exchange_order(const std::vector<int64_t>& bucket_numels,
+                                double first_layers_first);
 
 // The bucket of each parameter, given the parameters' element counts in the order their
 // gradients become ready: a bucket closes before the parameter that would take it past
@@ -82,7 +99,7 @@ struct BucketTimes {
   int64_t iteration = 0;  // the count the exchange ran with (Reducer::iteration() before finalize)
   // The mark_grad_ready() that completed the bucket's countdown: its last gradient.
   double ready_ms = -1;
-  // Handed to the communication thread. Buckets launch in bucket order, so a bucket
+  // Handed to the communication thread. Buckets launch in exchange order, so a bucket
   // waits for every earlier one; with defer_until_finalize all launch in finalize().
   double launch_ms = -1;
   // Traced iterations only (Reducer::set_tracing): a barrier on the communication thread
@@ -121,7 +138,24 @@ class Reducer {
   void begin_backward();
   // Waits for every bucket; throws naming any parameter that never became ready, and
   // rethrows an exchange's error. Returns the time spent waiting (exposed communication).
+  // With a bucket update set, launches what is left and returns without waiting.
   double finalize();
+
+  // Overlap with the next forward. `make` is called on the training thread as each bucket
+  // launches; the task it returns runs on the communication thread right after that
+  // bucket's exchange (the bucket's share of the optimiser step, which must also finish
+  // its device work before returning). Each parameter's Param::before_forward then waits
+  // for its bucket, so the next forward starts on a layer as soon as its bucket is done,
+  // and finalize() no longer waits. Set before the first begin_backward().
+  using BucketUpdate = std::function<std::function<void()>(const Bucket&)>;
+  void set_bucket_update(BucketUpdate make);
+  // Waits for every launched bucket (its exchange and update) and rethrows the first
+  // error: before gradients are zeroed, a checkpoint, evaluation or the end of training.
+  // Returns the time spent waiting.
+  double drain();
+  // Changes ReducerOptions::first_layers_first between iterations (nothing in flight).
+  // Collective in effect: every rank must set the same value before the same iteration.
+  void set_first_layers_first(double share);
   int64_t iteration() const { return iteration_; }
   // A resumed run continues the iteration count (sparsifiers key rotation, warm-up and
   // random streams on it).
@@ -151,6 +185,10 @@ class Reducer {
   // Sets one stamp of bucket b to now; the training and communication threads both stamp.
   void stamp(int b, double BucketTimes::*field);
   void run_exchange(int b, int64_t iteration, bool traced);
+  // Param::before_forward with a bucket update: waits for the parameter's bucket.
+  void wait_for_bucket_of(const Param& p);
+  void update_after_exchange(int b);
+  void apply_updates_held_for_backward();
 
   FlatParams& flat_;
   Communicator& comm_;
@@ -161,7 +199,15 @@ class Reducer {
   std::vector<int> pending_;      // parameters still to become ready, per bucket
   std::vector<char> ready_seen_;  // by Param::index, this iteration
   std::vector<Work> work_;        // per bucket, this iteration
-  int next_launch_ = 0;
+  std::vector<int> order_;        // bucket ids in exchange order
+  BucketUpdate make_update_;
+  // Guards the hand-over of each bucket's update between the communication thread (its
+  // exchange ended) and finalize() (backward ended).
+  std::mutex update_mu_;
+  bool backward_done_ = false;
+  std::vector<char> exchanged_;                 // per bucket: exchange ended during backward
+  std::vector<std::function<void()>> updates_;  // per bucket, this iteration
+  int next_launch_ = 0;                         // into order_
   int64_t iteration_ = 0;
   bool in_backward_ = false;
   bool tracing_next_ = false, traced_iteration_ = false;

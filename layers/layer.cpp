@@ -43,6 +43,8 @@ class GradReadyRelay {
 }  // namespace
 
 Tensor Layer::forward(const Tensor& x) {
+  for (auto& [name, p] : params_)
+    if (p->before_forward) p->before_forward(*p);
   if (x.device().is_cuda()) return forward_cuda(x);
   if (x.device().is_emu()) return run_on_emu(x.device(), [&] { return forward_cpu(x); });
   return forward_cpu(x);

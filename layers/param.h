@@ -21,6 +21,10 @@ struct Param {
   int index = -1;    // position in forward (registration) order
   // Called by the owning layer when `grad` is final for this backward pass.
   std::function<void(Param&)> on_grad_ready;
+  // Called by the owning layer before a forward reads `value`. With the next forward
+  // overlapping the exchange (P3, MLSys'19), the reducer waits here for this parameter's
+  // bucket to be exchanged and its update applied.
+  std::function<void(Param&)> before_forward;
   // Opt-in per-sample squared-gradient sums (variance-based compression, Tsuzuku et al.
   // 2018): when `sq_grad` is defined (same shape as grad), layers that can (those that set
   // `provides_sq_grad`: Linear, Conv2d) accumulate sum over samples i of (sample i's term

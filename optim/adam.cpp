@@ -21,8 +21,7 @@ void adam_loop(float* p, float* m, float* v, float* vmax, const float* g, int64_
 }
 
 // The scalars of `_single_tensor_adam(w)` at step t, in double as Python computes them.
-math::AdamCoeffs adam_coeffs(const AdamOptions& o, float weight_decay, double t) {
-  const double lr = o.lr;
+math::AdamCoeffs adam_coeffs(const AdamOptions& o, double lr, float weight_decay, double t) {
   const double bias_correction1 = 1.0 - std::pow(o.beta1, t);
   const double bias_correction2 = 1.0 - std::pow(o.beta2, t);
   math::AdamCoeffs c;
@@ -63,9 +62,9 @@ float Adam::weight_decay_of(size_t i) const {
                           options_.no_decay_on_norm_and_bias);
 }
 
-void Adam::step() {
+void Adam::step_params(const std::vector<size_t>& which, float lr) {
   run_where_params_live(params_, "Adam", [&] {
-    for (size_t i = 0; i < params_.size(); ++i) step_one(i);
+    for (const size_t i : which) step_one(i, lr);
   });
 }
 
@@ -79,7 +78,7 @@ void Adam::init_state(size_t i) {
   s.step = Tensor::zeros(Shape{});
 }
 
-void Adam::step_one(size_t i) {
+void Adam::step_one(size_t i, float lr) {
   Param& p = *params_[i];
   const Device device = p.value.device();
   ST_CHECK(p.grad.device() == device, name(), ": parameter ", p.name, " is on ", device.str(),
@@ -87,7 +86,7 @@ void Adam::step_one(size_t i) {
   State& s = state_[i];
   if (!s.step.defined()) init_state(i);
   const float t = *s.step.f32() += 1.0f;
-  const math::AdamCoeffs c = adam_coeffs(options_, weight_decay_of(i), t);
+  const math::AdamCoeffs c = adam_coeffs(options_, lr, weight_decay_of(i), t);
   const int64_t n = p.value.numel();
   float* vmax = options_.amsgrad ? s.max_exp_avg_sq.f32() : nullptr;
   if (device.is_cuda()) {

@@ -40,7 +40,7 @@ class Adam : public Optimizer {
   Adam(std::vector<Param*> params, const AdamOptions& options);
 
   std::string name() const override { return options_.decoupled ? "adamw" : "adam"; }
-  void step() override;
+  void step_params(const std::vector<size_t>& which, float lr) override;
 
   float lr() const override { return options_.lr; }
   void set_lr(float lr) override { options_.lr = lr; }
@@ -66,7 +66,7 @@ class Adam : public Optimizer {
   using StateMember = Tensor State::*;
   static StateMember state_member(const std::string& name);
   void init_state(size_t i);
-  void step_one(size_t i);
+  void step_one(size_t i, float lr);
 
   std::vector<Param*> params_;
   AdamOptions options_;

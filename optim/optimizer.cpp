@@ -9,6 +9,12 @@ void Optimizer::zero_grad() {
   for (Param* p : params()) p->grad.zero();
 }
 
+std::vector<size_t> Optimizer::all_params() const {
+  std::vector<size_t> all(params().size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return all;
+}
+
 void run_where_params_live(const std::vector<Param*>& params, const char* who,
                            const std::function<void()>& update) {
   const Device device = params.empty() ? Device::cpu() : params.front()->value.device();

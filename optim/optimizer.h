@@ -21,7 +21,14 @@ class Optimizer {
   // The factory name: "sgd", "adam" or "adamw" (optim/make_optimizer.h).
   virtual std::string name() const = 0;
   // Updates every parameter from its gradient with the current learning rate.
-  virtual void step() = 0;
+  void step() { step_params(all_params(), lr()); }
+  // Updates `params()[i]` for each i of `which` with learning rate `lr`: one bucket's
+  // share of a step, applied as soon as that bucket is exchanged (ByteScheduler, SOSP'19;
+  // P3, MLSys'19). Every update here is per parameter, so the parameters' updates in any
+  // grouping equal one step() bit for bit. The rate is an argument because the bucket's
+  // update may run on the communication thread while the next step sets its own rate.
+  // Calls for disjoint sets may run on different threads, never two at once for one set.
+  virtual void step_params(const std::vector<size_t>& which, float lr) = 0;
   virtual float lr() const = 0;
   virtual void set_lr(float lr) = 0;
   // In the order given at construction; names (from collect_params) key the state.
@@ -37,6 +44,9 @@ class Optimizer {
   virtual void load_state_dict(const std::map<std::string, Tensor>& state) = 0;
 
   void zero_grad();
+
+ private:
+  std::vector<size_t> all_params() const;
 };
 
 // Runs `update` (CPU or CUDA code over the parameters) where they live: for parameters on

@@ -45,18 +45,18 @@ float Sgd::weight_decay_of(size_t i) const {
                           options_.no_decay_on_norm_and_bias);
 }
 
-void Sgd::step() {
+void Sgd::step_params(const std::vector<size_t>& which, float lr) {
   run_where_params_live(params_, "SGD", [&] {
-    for (size_t i = 0; i < params_.size(); ++i) step_one(i);
+    for (const size_t i : which) step_one(i, lr);
   });
 }
 
-void Sgd::step_one(size_t i) {
+void Sgd::step_one(size_t i, float lr) {
   Param& p = *params_[i];
   const Device device = p.value.device();
   ST_CHECK(p.grad.device() == device, "SGD: parameter ", p.name, " is on ", device.str(),
            " but its gradient on ", p.grad.device().str());
-  const math::SgdCoeffs c{options_.lr, options_.momentum, options_.dampening, weight_decay_of(i)};
+  const math::SgdCoeffs c{lr, options_.momentum, options_.dampening, weight_decay_of(i)};
   const int64_t n = p.value.numel();
   float* v = p.value.f32();
   const float* g = p.grad.f32();

@@ -31,8 +31,8 @@ class Sgd : public Optimizer {
   Sgd(std::vector<Param*> params, const SgdOptions& options);
 
   std::string name() const override { return "sgd"; }
-  // p -= lr * direction(grad) for every parameter, with the current lr.
-  void step() override;
+  // p -= lr * direction(grad) for the parameters `which`.
+  void step_params(const std::vector<size_t>& which, float lr) override;
 
   float lr() const override { return options_.lr; }
   void set_lr(float lr) override { options_.lr = lr; }
@@ -50,7 +50,7 @@ class Sgd : public Optimizer {
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
-  void step_one(size_t i);
+  void step_one(size_t i, float lr);
 
   std::vector<Param*> params_;
   SgdOptions options_;

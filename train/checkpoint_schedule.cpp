@@ -62,10 +62,18 @@ const char* StopSignals::name(int sig) {
 CheckpointSchedule::CheckpointSchedule(const Plan& plan, Communicator& comm, Save save)
     : plan_(plan), comm_(comm), save_(std::move(save)) {}
 
+CheckpointSchedule::~CheckpointSchedule() {
+  try {
+    queued_.wait();  // every rank queued the same polls, so this one completes
+  } catch (...) {
+  }
+}
+
 CheckpointSchedule::Requests CheckpointSchedule::poll() {
   const bool due =
       plan_.minutes > 0 && comm_.rank() == 0 && since_checkpoint_.seconds() >= 60.0 * plan_.minutes;
   float flags[2] = {StopSignals::received() != 0 ? 1.0f : 0.0f, due ? 1.0f : 0.0f};
+  if (plan_.lagged && comm_.size() > 1) return poll_lagged(flags);
   if (comm_.size() > 1) {
     Tensor t = Tensor::from_vector({flags[0], flags[1]}, {2});
     comm_.allreduce(t, ReduceOp::Max);
@@ -73,6 +81,17 @@ CheckpointSchedule::Requests CheckpointSchedule::poll() {
     flags[1] = t.f32()[1];
   }
   return {flags[0] > 0, flags[1] > 0};
+}
+
+CheckpointSchedule::Requests CheckpointSchedule::poll_lagged(const float flags[2]) {
+  Requests previous;
+  if (queued_flags_.defined()) {
+    queued_.wait();
+    previous = {queued_flags_.f32()[0] > 0, queued_flags_.f32()[1] > 0};
+  }
+  queued_flags_ = Tensor::from_vector({flags[0], flags[1]}, {2});
+  queued_ = comm_.allreduce_async(queued_flags_, ReduceOp::Max);
+  return previous;
 }
 
 void CheckpointSchedule::on_step_end(const StepAt& at) {

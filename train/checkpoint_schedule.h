@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "comm/comm_worker.h"
+#include "core/tensor.h"
 #include "core/timer.h"
 #include "train/checkpoint.h"
 #include "train/step_observer.h"
@@ -43,9 +45,17 @@ class CheckpointSchedule : public StepObserver {
     int64_t steps_per_epoch = 0;  // optimiser steps
     int64_t accum_steps = 1;      // micro-batches per optimiser step
     int64_t micro_batches_per_epoch = 0;  // what checkpoint positions count
+    // Buckets may still be in flight after a step (overlap with the next forward), so a
+    // blocking collective here would run beside the communication thread's (MPI is
+    // THREAD_SERIALIZED): the poll is queued behind them, and a step acts on the answer
+    // of the step before it (a stop signal or --checkpoint-minutes take one step more).
+    bool lagged = false;
   };
   using Save = std::function<void(const TrainPosition&)>;
   CheckpointSchedule(const Plan& plan, Communicator& comm, Save save);
+  ~CheckpointSchedule() override;
+  CheckpointSchedule(const CheckpointSchedule&) = delete;
+  CheckpointSchedule& operator=(const CheckpointSchedule&) = delete;
 
   void on_step_end(const StepAt& at) override;
   // Writes a checkpoint at `at` now (an epoch end) and restarts the minutes' clock.
@@ -64,12 +74,16 @@ class CheckpointSchedule : public StepObserver {
   };
   // Collective: a stop signal on any rank, or the minutes elapsed on rank 0.
   Requests poll();
+  // Plan::lagged: queues this step's poll and returns the previous step's answer.
+  Requests poll_lagged(const float flags[2]);
 
   const Plan plan_;
   Communicator& comm_;
   Save save_;
   Timer since_checkpoint_;
   bool interrupted_ = false, at_limit_ = false, stop_after_epoch_ = false;
+  Tensor queued_flags_;  // Plan::lagged: the poll in flight and its handle
+  Work queued_;
 };
 
 }  // namespace st

@@ -71,7 +71,14 @@ struct TrainConfig {
   std::string comm = "auto";    // auto | mpi | nccl | local
   double bucket_cap_mb = 25.0;  // a huge value gives one whole-model bucket
   double first_bucket_mb = 1.0;
-  bool overlap = true;   // false: exchange everything after backward (baseline)
+  bool overlap = true;  // false: exchange everything after backward (baseline)
+  // Each bucket's update applied as it arrives, and the next forward overlapping the
+  // buckets still in flight (false: the step waits for every bucket, then updates).
+  bool forward_overlap = true;
+  // With forward overlap: the share of the gradient whose buckets (the first layers')
+  // are exchanged after backward, first layer first (comm/reducer.h, exchange_order);
+  // negative: chosen from the first steps' times (train/exchange_order_probe.h).
+  double first_layers_first = -1;
   bool sync_bn = false;  // BatchNorm batch statistics over all ranks (else per rank)
   // Two-level exchange (comm/hierarchical_hook.h): "off", "node" (nodes by host name) or a
   // number of consecutive ranks that form a node.

@@ -347,6 +347,19 @@ std::vector<FlagRow> exchange_rows() {
        .help = "exchange all buckets after backward instead of during it (baseline)",
        .inverted = true,
        .agree = Agree::value},
+      {.names = "--no-forward-overlap",
+       .field = &TrainConfig::forward_overlap,
+       .help = "wait for every bucket and update all parameters at the step's end, instead of "
+               "updating each bucket as it arrives while the next forward starts",
+       .inverted = true,
+       .agree = Agree::value},
+      {.names = "--first-layers-first",
+       .field = &TrainConfig::first_layers_first,
+       .help = "with forward overlap: the share of the gradient, from the first layers, "
+               "exchanged after backward and first layer first (0: in ready order; -1: "
+               "1 - backward / exchange, measured over the first steps)",
+       .range = in_range(-1, false, 1, false),
+       .agree = Agree::value},
       {.names = "--sparsifier",
        .field = &TrainConfig::sparsifier,
        .help = sparsifier_flag_help(),

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
@@ -26,7 +27,9 @@
 #include "train/checkpoint_schedule.h"
 #include "train/config_check.h"
 #include "train/epoch_sums.h"
+#include "train/exchange_order_probe.h"
 #include "train/exchange_setup.h"
+#include "train/forward_overlap.h"
 #include "train/mixed_precision.h"
 #include "train/sparsify_checkpoint.h"
 #include "train/step_observer.h"
@@ -169,6 +172,14 @@ class TrainingLoop {
  public:
   TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicator& comm);
   ~TrainingLoop() {
+    // Buckets still in flight (an exception unwinding) update through the optimiser,
+    // which goes before the reducer: they finish first.
+    if (forward_overlap_) {
+      try {
+        reducer_->drain();
+      } catch (...) {
+      }
+    }
     if (c_.sync_bn) install_sync_bn(false);
   }
   LoopResult run();
@@ -191,6 +202,18 @@ class TrainingLoop {
   // The parts of a step, in order.
   float set_lr(const StepAt& at);
   void zero_grads();
+  // With forward overlap: the previous step's buckets finish before this backward
+  // writes gradients; the wait not hidden by the forward counts as exposed exchange.
+  void finish_previous_step();
+  // Every bucket in flight is exchanged and applied, and the communication thread idle:
+  // before evaluation, a checkpoint or the end, which read the parameters or the
+  // optimiser state and run collectives on this thread.
+  void settle();
+  // --first-layers-first -1: the probe's step (train/exchange_order_probe.h).
+  void probe_exchange_order();
+  // The last step's metrics row, held until its buckets' statistics are complete (with
+  // forward overlap and a sparsifier, until the next step's drain or settle()).
+  void write_step_row();
   bool load_data();
   void forward(const StepAt& at, int k, StepLoss& sum);
   void backward(int k, int group);
@@ -252,6 +275,13 @@ class TrainingLoop {
   int64_t total_steps_ = 0;
   EpochSums sums_;
   std::vector<Tensor> saved_buffers_;  // fp16: the buffers before the current step
+  // Each bucket updated as it arrives, the next forward overlapping the rest
+  // (train/forward_overlap.h); false: the step waits for every bucket, then updates.
+  bool forward_overlap_ = false;
+  std::optional<MetricRow> pending_row_;
+  // --first-layers-first -1: measures the first steps, then sets the exchange order.
+  std::unique_ptr<ExchangeOrderProbe> order_probe_;
+  double last_backward_ms_ = 0;
   StepObservers observers_;
   StepTiming* timing_ = nullptr;
   CheckpointSchedule* schedule_ = nullptr;
@@ -275,6 +305,18 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   buckets.bucket_cap_mb =
       exchange_->bucket_cap_mb(ready_numels(flat_), buckets, task_.device(), quiet_);
   reducer_ = std::make_unique<Reducer>(flat_, comm_, exchange_->hook(), buckets);
+  const std::string blocker =
+      forward_overlap_blocker(c_, task_.clips_before_exchange(), precision_.scales_loss());
+  forward_overlap_ = c_.forward_overlap && blocker.empty();
+  if (forward_overlap_) {
+    reducer_->set_bucket_update(bucket_update(*optimizer_));
+    if (c_.first_layers_first >= 0)
+      reducer_->set_first_layers_first(c_.first_layers_first);
+    else
+      order_probe_ = std::make_unique<ExchangeOrderProbe>();
+  }
+  if (!blocker.empty() && !quiet_)
+    std::fprintf(stderr, "forward overlap off (as --no-forward-overlap): %s\n", blocker.c_str());
   if (c_.sync_bn) install_sync_bn(true);
   if (c_.print_buckets && leader_) std::fputs(reducer_->describe_plan().c_str(), stderr);
   if (c_.print_placement)
@@ -299,9 +341,9 @@ void TrainingLoop::plan_steps() {
   // Told in this order after each step: timing closes it, a checkpoint is written, the
   // trace window closes.
   timing_ = &observers_.add(std::make_unique<StepTiming>());
-  const CheckpointSchedule::Plan plan{c_.checkpoint_every, c_.checkpoint_minutes,
-                                      total_steps_,        steps_per_epoch(),
-                                      c_.accum_steps,      task_.steps_per_epoch()};
+  const CheckpointSchedule::Plan plan{
+      c_.checkpoint_every, c_.checkpoint_minutes,   total_steps_,    steps_per_epoch(),
+      c_.accum_steps,      task_.steps_per_epoch(), forward_overlap_};
   schedule_ = &observers_.add(std::make_unique<CheckpointSchedule>(
       plan, comm_, [this](const TrainPosition& at) { checkpoint(at); }));
   if (c_.trace.empty()) return;
@@ -431,6 +473,7 @@ void TrainingLoop::restore_buffers() {
 }
 
 TrainingTask::Evaluation TrainingLoop::evaluate(bool epoch_end) {
+  settle();
   sync_buffers();
   result_.evaluated = true;
   TrainingTask::Evaluation ev = task_.evaluate(epoch_end);
@@ -444,6 +487,7 @@ TrainingTask::Evaluation TrainingLoop::evaluate(bool epoch_end) {
 }
 
 void TrainingLoop::checkpoint(const TrainPosition& at) {
+  settle();
   sync_buffers();
   std::vector<std::pair<std::string, Tensor>> extra;
   std::map<std::string, std::string> meta = metadata();
@@ -473,10 +517,11 @@ bool TrainingLoop::step(const StepAt& at) {
   observers_.step_begin(at);
   StepReport r;
   r.lr = set_lr(at);
-  zero_grads();
+  if (!forward_overlap_) zero_grads();
   for (int k = 0; k < group; ++k) {
     if (!load_data()) return false;
     forward(at, k, r.loss);
+    if (k == 0 && forward_overlap_) finish_previous_step();
     // The last micro-batch's buckets are exchanged while its backward goes on.
     observers_.timed(Phase::Backward, [&] { backward(k, group); });
   }
@@ -493,6 +538,45 @@ float TrainingLoop::set_lr(const StepAt& at) {
   const float lr = task_.lr(at.epoch, at.batch * c_.accum_steps);
   optimizer_->set_lr(lr);
   return lr;
+}
+
+void TrainingLoop::finish_previous_step() {
+  observers_.timed(Phase::Exchange, [&] { reducer_->drain(); });
+  write_step_row();
+  if (order_probe_) probe_exchange_order();
+  zero_grads();
+}
+
+void TrainingLoop::probe_exchange_order() {
+  comm_.wait_idle();  // its agreement is a collective on this thread
+  const int64_t done = result_.steps - pos_.step;
+  if (!order_probe_->after_step(done, last_backward_ms_, reducer_->bucket_times(), comm_,
+                                *reducer_))
+    return;
+  if (!quiet_)
+    std::fprintf(
+        stderr,
+        "forward overlap: backward after the first bucket %.1f ms, exchange %.1f ms over "
+        "the ranks' probed steps; the first layers' %.2f of the gradient go after backward\n",
+        order_probe_->backward_ms(), order_probe_->exchange_ms(),
+        reducer_->options().first_layers_first);
+  order_probe_.reset();
+}
+
+void TrainingLoop::settle() {
+  if (!forward_overlap_) return;
+  reducer_->drain();
+  comm_.wait_idle();
+  write_step_row();
+}
+
+void TrainingLoop::write_step_row() {
+  if (!pending_row_) return;
+  MetricRow& row = *pending_row_;
+  if (sparsify_) add_sparsify_metrics(sparsify_->take_stats(), row);
+  precision_.add_metrics(row);
+  iter_log_.write(row);
+  pending_row_.reset();
 }
 
 void TrainingLoop::zero_grads() {
@@ -544,8 +628,10 @@ double TrainingLoop::finish_exchange() {
   return norm;
 }
 
-// fp16: an overflowed step is skipped (the loss scaler lowers its scale).
+// fp16: an overflowed step is skipped (the loss scaler lowers its scale). With forward
+// overlap the buckets update themselves.
 void TrainingLoop::update() {
+  if (forward_overlap_) return;
   if (!precision_.unscale_and_check(flat_.grads(), comm_)) {
     restore_buffers();
     return;
@@ -580,9 +666,10 @@ void TrainingLoop::log_step(const StepAt& at, StepReport& r) {
               {"comm_ms", t.comm},
               {"opt_ms", t.opt},
               {"wall_s", wall_.seconds()}});
-  if (sparsify_) add_sparsify_metrics(sparsify_->take_stats(), row);
-  precision_.add_metrics(row);
-  iter_log_.write(row);
+  last_backward_ms_ = t.bwd;
+  pending_row_ = std::move(row);
+  // The sparsifier's statistics of this step are complete once its buckets are.
+  if (!forward_overlap_ || !sparsify_) write_step_row();
   if (quiet_ || (result_.steps % c_.log_every != 0 && at.batch + 1 != steps_per_epoch())) return;
   print_progress(at, r);
 }
@@ -637,6 +724,7 @@ void TrainingLoop::end_epoch(int64_t epoch, double epoch_s) {
 }
 
 LoopResult TrainingLoop::finish() {
+  settle();
   observers_.run_end();
   result_.seconds = wall_.seconds();
   result_.mean_step_ms = timing_->mean_step_ms();

@@ -75,22 +75,22 @@ MUTANTS = [
     # ---- step 3: Reducer::on_grad_ready
     ("launch-out-of-order", 3, "launches each bucket when it completes, not in bucket order", [
         ("comm/reducer.cpp",
-         "  while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0)\n"
-         "    launch(next_launch_++);\n",
+         "  while (next_launch_ < static_cast<int>(order_.size()) && pending_[order_[next_launch_]] == 0)\n"
+         "    launch(order_[next_launch_++]);\n",
          "  launch(b);\n  next_launch_ = std::max(next_launch_, b + 1);\n"),
     ]),
     ("no-release-of-waiting", 3, "launches only the bucket just completed if it is next", [
         ("comm/reducer.cpp",
-         "  while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0)\n"
-         "    launch(next_launch_++);\n",
-         "  if (b == next_launch_) launch(next_launch_++);\n"),
+         "  while (next_launch_ < static_cast<int>(order_.size()) && pending_[order_[next_launch_]] == 0)\n"
+         "    launch(order_[next_launch_++]);\n",
+         "  if (b == order_[next_launch_]) launch(order_[next_launch_++]);\n"),
     ]),
     ("launch-one-short", 3, "launches a bucket that still misses one gradient", [
         ("comm/reducer.cpp",
-         "  while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] == 0)\n"
-         "    launch(next_launch_++);\n",
-         "  while (next_launch_ < static_cast<int>(buckets_.size()) && pending_[next_launch_] <= 1)\n"
-         "    launch(next_launch_++);\n"),
+         "  while (next_launch_ < static_cast<int>(order_.size()) && pending_[order_[next_launch_]] == 0)\n"
+         "    launch(order_[next_launch_++]);\n",
+         "  while (next_launch_ < static_cast<int>(order_.size()) && pending_[order_[next_launch_]] <= 1)\n"
+         "    launch(order_[next_launch_++]);\n"),
     ]),
     ("countdown-off-by-one", 3, "calls a bucket ready one gradient early", [
         ("comm/reducer.cpp", "  if (--pending_[b] > 0) return;\n", "  if (--pending_[b] > 1) return;\n"),
@@ -101,14 +101,14 @@ MUTANTS = [
     ]),
     ("finalize-launches-nothing", 4, "finalize() waits but never launches the deferred buckets", [
         ("comm/reducer.cpp",
-         "  while (next_launch_ < static_cast<int>(buckets_.size())) launch(next_launch_++);\n",
-         "  next_launch_ = static_cast<int>(buckets_.size());\n"),
+         "  while (next_launch_ < static_cast<int>(order_.size())) launch(order_[next_launch_++]);\n",
+         "  next_launch_ = static_cast<int>(order_.size());\n"),
     ]),
     ("finalize-reverse-order", 4, "finalize() launches the deferred buckets last first", [
         ("comm/reducer.cpp",
-         "  while (next_launch_ < static_cast<int>(buckets_.size())) launch(next_launch_++);\n",
-         "  for (int b = static_cast<int>(buckets_.size()) - 1; b >= next_launch_; --b) launch(b);\n"
-         "  next_launch_ = static_cast<int>(buckets_.size());\n"),
+         "  while (next_launch_ < static_cast<int>(order_.size())) launch(order_[next_launch_++]);\n",
+         "  for (int i = static_cast<int>(order_.size()) - 1; i >= next_launch_; --i) launch(order_[i]);\n"
+         "  next_launch_ = static_cast<int>(order_.size());\n"),
     ]),
     ("defer-without-ready-stamp", 4, "deferred buckets never record their ready time", [
         ("comm/reducer.cpp", "  stamp(b, &BucketTimes::ready_ms);  // this was the bucket's last gradient\n",

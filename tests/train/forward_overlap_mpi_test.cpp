@@ -1,0 +1,264 @@
+// Overlap with the next forward through the training loop, under mpirun with P ranks:
+// each bucket's update applied as its exchange ends and the next forward waiting per
+// layer must take exactly the steps of the step-end update (--no-forward-overlap): the
+// same parameters, optimiser state and loss curve, bit for bit, dense and sparsified,
+// with SGD (momentum, Nesterov) and AdamW, across an epoch end and a checkpoint.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/reducer.h"
+#include "layers/conv2d.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/relu.h"
+#include "layers/sequential.h"
+#include "layers/softmax_cross_entropy.h"
+#include "train/exchange_order_probe.h"
+#include "train/training_loop.h"
+
+namespace st::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+Communicator& world() {
+  static std::unique_ptr<Communicator> comm = make_communicator("auto");
+  return *comm;
+}
+
+constexpr int64_t kBatch = 8;  // per rank
+constexpr int64_t kSteps = 5;  // per epoch
+
+// Fixed data; rank r reads its own block of every step. Records whether the forward ran
+// with the per-parameter waits installed (the forward-overlap path).
+class OverlapTask : public TrainingTask {
+ public:
+  OverlapTask(int rank, int world) : rank_(rank), world_(world) {
+    Rng rng(11);
+    net_ = std::make_unique<Sequential>();
+    net_->add("conv1", std::make_unique<Conv2d>(3, 8, 3, 1, 1, true, rng));
+    net_->add("relu1", std::make_unique<ReLU>());
+    net_->add("conv2", std::make_unique<Conv2d>(8, 8, 3, 1, 1, true, rng));
+    net_->add("relu2", std::make_unique<ReLU>());
+    net_->add("flat", std::make_unique<Flatten>());
+    net_->add("fc1", std::make_unique<Linear>(8 * 36, 16, true, rng));
+    net_->add("relu3", std::make_unique<ReLU>());
+    net_->add("fc2", std::make_unique<Linear>(16, 4, true, rng));
+    const int64_t n = kBatch * world_ * kSteps;
+    Rng data(3);
+    x_ = Tensor::empty({n, 3, 6, 6});
+    for (int64_t i = 0; i < x_.numel(); ++i) x_.f32()[i] = data.normal();
+    std::vector<int32_t> labels;
+    for (int64_t i = 0; i < n; ++i) labels.push_back(static_cast<int32_t>((i * 7) % 4));
+    y_ = Tensor::from_vector_i32(labels, {n});
+  }
+  Layer& model() override { return *net_; }
+  Device device() const override { return Device::cpu(); }
+  QualityMetric quality() const override { return QualityMetric::Accuracy; }
+  const char* item_name() const override { return "images"; }
+  const char* step_name() const override { return "batch"; }
+  bool clips_before_exchange() const override { return false; }
+  int64_t steps_per_epoch() const override { return kSteps; }
+  void start_epoch(int64_t, int64_t first) override { step_ = first; }
+  bool load_batch() override {
+    if (step_ >= kSteps) return false;
+    const int64_t first = (step_ * world_ + rank_) * kBatch;
+    images_ = x_.slice_flat(first * 3 * 36, Shape{kBatch, 3, 6, 6}).clone();
+    labels_ = y_.slice_flat(first, Shape{kBatch}).clone();
+    ++step_;
+    return true;
+  }
+  StepLoss forward_loss() override {
+    for (Param* p : collect_params(*net_)) waits_installed_ = waits_installed_ || p->before_forward;
+    const float loss = ce_.forward(net_->forward(images_), labels_);
+    return {loss, static_cast<double>(labels_.numel()), ce_.correct()};
+  }
+  Tensor loss_grad() override { return ce_.backward(); }
+  float lr(int64_t epoch, int64_t b) const override {
+    return 0.05f / static_cast<float>(1 + epoch * kSteps + b);  // a new rate every step
+  }
+  Evaluation evaluate(bool) override {
+    // Reads the parameters: every in-flight update must have landed.
+    double sum = 0;
+    for (Param* p : collect_params(*net_))
+      for (int64_t i = 0; i < p->value.numel(); ++i) sum += p->value.f32()[i];
+    return {{{"param_sum", sum}}, "", 0.0};
+  }
+  float end_epoch(int64_t, const Evaluation&) override { return 0.05f; }
+  std::map<std::string, std::string> metadata() const override { return {{"arch", "test"}}; }
+  bool waits_installed() const { return waits_installed_; }
+
+ private:
+  int rank_, world_;
+  std::unique_ptr<Sequential> net_;
+  Tensor x_, y_, images_, labels_;
+  SoftmaxCrossEntropy ce_;
+  int64_t step_ = 0;
+  bool waits_installed_ = false;
+};
+
+std::string out_dir(const std::string& name) {
+  return (fs::temp_directory_path() / ("st_fwd_overlap_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+// A column of a run's metrics file, as written (so the comparison is of the digits).
+std::vector<std::string> column(const std::string& file, const std::string& name) {
+  std::ifstream in(file);
+  std::string header, line;
+  std::getline(in, header);
+  int index = 0, at = -1;
+  std::stringstream hs(header);
+  for (std::string cell; std::getline(hs, cell, ','); ++index)
+    if (cell == name) at = index;
+  std::vector<std::string> values;
+  while (std::getline(in, line)) {
+    std::stringstream ls(line);
+    std::string cell;
+    for (int i = 0; std::getline(ls, cell, ','); ++i)
+      if (i == at) values.push_back(cell);
+  }
+  return values;
+}
+
+struct TrainedRun {
+  std::vector<float> params;  // after training, in registration order
+  std::vector<std::string> loss, param_sum;
+  std::vector<std::string> sp_k;  // the sparsifier's count per step (empty when dense)
+  bool waits_installed = false;
+};
+
+TrainedRun train(TrainConfig c, bool forward_overlap, const std::string& name) {
+  Communicator& comm = world();
+  c.forward_overlap = forward_overlap;
+  c.out = out_dir(name + (forward_overlap ? "_on" : "_off"));
+  if (comm.rank() == 0) fs::remove_all(c.out);
+  comm.barrier();
+  OverlapTask task(comm.rank(), comm.size());
+  run_training(c, task, comm);
+  TrainedRun r;
+  for (Param* p : collect_params(task.model()))
+    for (int64_t i = 0; i < p->value.numel(); ++i) r.params.push_back(p->value.f32()[i]);
+  r.waits_installed = task.waits_installed();
+  r.loss = column(c.out + "/iterations.csv", "loss");
+  r.sp_k = column(c.out + "/iterations.csv", "sp_k");
+  r.param_sum = column(c.out + "/epochs.csv", "param_sum");
+  comm.barrier();
+  if (comm.rank() == 0) fs::remove_all(c.out);
+  return r;
+}
+
+TrainConfig base_config() {
+  TrainConfig c;
+  c.epochs = 2;
+  c.batch_size = kBatch;
+  c.momentum = 0.9f;
+  c.weight_decay = 1e-4f;
+  c.quiet = true;
+  c.checkpoint_minutes = 0;
+  c.checkpoint_every = 3;   // a mid-epoch checkpoint reads the optimiser state
+  c.bucket_cap_mb = 0.002;  // several buckets
+  c.first_bucket_mb = 0.001;
+  return c;
+}
+
+// Both runs on every rank: the same parameters (bit for bit), the same loss curve (on
+// rank 0, which writes it) and the same evaluations.
+void expect_same_steps(const TrainConfig& c, const std::string& name) {
+  const TrainedRun on = train(c, true, name), off = train(c, false, name);
+  EXPECT_TRUE(on.waits_installed) << "the run did not take the forward-overlap path";
+  EXPECT_FALSE(off.waits_installed) << "--no-forward-overlap still waited per parameter";
+  ASSERT_EQ(on.params.size(), off.params.size());
+  EXPECT_EQ(0, std::memcmp(on.params.data(), off.params.data(), on.params.size() * sizeof(float)))
+      << name << ": the parameters differ";
+  if (world().rank() != 0) return;
+  ASSERT_EQ(on.loss.size(), static_cast<size_t>(2 * kSteps));
+  EXPECT_EQ(on.loss, off.loss) << name << ": the loss curves differ";
+  // A step's row holds its own buckets' statistics, though they finish in the next step.
+  EXPECT_EQ(on.sp_k, off.sp_k) << name << ": the sparsifier's statistics moved between rows";
+  ASSERT_EQ(on.param_sum.size(), 2u);
+  EXPECT_EQ(on.param_sum, off.param_sum) << name << ": an evaluation saw other parameters";
+}
+
+// The default (--first-layers-first -1) measures steps 2-5 and changes the exchange
+// order before step 6 of the ten.
+TEST(ForwardOverlap, DenseSgdTakesTheSameSteps) {
+  expect_same_steps(base_config(), "dense_sgd");
+}
+
+TEST(ForwardOverlap, NesterovInReadyOrderTakesTheSameSteps) {
+  TrainConfig c = base_config();
+  c.nesterov = true;
+  c.first_layers_first = 0;
+  expect_same_steps(c, "nesterov_ready_order");
+}
+
+TEST(ForwardOverlap, AdamWFirstLayersFirstTakesTheSameSteps) {
+  TrainConfig c = base_config();
+  c.optimizer = "adamw";
+  c.lr = 0.01f;
+  c.weight_decay = 0.01f;
+  c.first_layers_first = 1;
+  expect_same_steps(c, "adamw_reversed");
+}
+
+TEST(ForwardOverlap, TopkWithErrorFeedbackTakesTheSameSteps) {
+  TrainConfig c = base_config();
+  c.sparsifier = "topk";
+  c.density = 0.1;
+  c.first_layers_first = 0.3;
+  expect_same_steps(c, "topk");
+}
+
+TEST(ForwardOverlap, AccumulatedMicroBatchesTakeTheSameSteps) {
+  TrainConfig c = base_config();
+  c.accum_steps = 2;  // the task's five batches make steps of two, two and one
+  const TrainedRun on = train(c, true, "accum"), off = train(c, false, "accum");
+  EXPECT_TRUE(on.waits_installed);
+  EXPECT_EQ(0, std::memcmp(on.params.data(), off.params.data(), on.params.size() * sizeof(float)));
+  if (world().rank() == 0) {
+    EXPECT_EQ(on.loss, off.loss);
+  }
+}
+
+// Global-norm clipping needs every bucket's result: the run keeps the step-end update.
+TEST(ForwardOverlap, GlobalClipKeepsTheStepEndUpdate) {
+  TrainConfig c = base_config();
+  c.clip = 0.5f;
+  const TrainedRun on = train(c, true, "clip");
+  EXPECT_FALSE(on.waits_installed);
+}
+
+// The exchange order depends on the plan only: the held-back buckets (first layers) go
+// last and first layer first; the share is of elements, whole buckets rounded down.
+TEST(ExchangeOrder, HoldsBackTheFirstLayersShare) {
+  const std::vector<int64_t> numels = {40, 30, 20, 10};  // bucket 3 holds the first layers
+  EXPECT_EQ(exchange_order(numels, 0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(exchange_order(numels, 0.05), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(exchange_order(numels, 0.1), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(exchange_order(numels, 0.3), (std::vector<int>{0, 1, 3, 2}));
+  EXPECT_EQ(exchange_order(numels, 0.59), (std::vector<int>{0, 1, 3, 2}));
+  EXPECT_EQ(exchange_order(numels, 0.6), (std::vector<int>{0, 3, 2, 1}));
+  EXPECT_EQ(exchange_order(numels, 1), (std::vector<int>{3, 2, 1, 0}));
+}
+
+// Held back: what the link cannot fill during backward; nothing when backward is longer.
+TEST(ExchangeOrderProbe, HoldsBackWhatBackwardCannotCover) {
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(60, 150), 0.6);
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(150, 150), 0.0);
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(300, 150), 0.0);
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(0, 150), 1.0);
+  EXPECT_DOUBLE_EQ(ExchangeOrderProbe::share(60, 0), 0.0);  // a single rank exchanges nothing
+}
+
+}  // namespace
+}  // namespace st::test

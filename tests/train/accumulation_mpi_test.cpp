@@ -23,6 +23,7 @@
 #include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "tests/train/run_files.h"
 #include "train/training_loop.h"
 
 namespace st::test {
@@ -173,32 +174,15 @@ TEST(Accumulation, SparsifiedExchangeRunsOncePerOptimiserStep) {
   TrainConfig c = base_config();
   c.sparsifier = "topk";
   c.density = 0.1;
-  auto column = [](const std::string& dir, const std::string& name) {
-    std::ifstream in(dir + "/iterations.csv");
-    std::string header, line;
-    std::getline(in, header);
-    int index = 0, at = -1;
-    std::stringstream hs(header);
-    for (std::string cell; std::getline(hs, cell, ','); ++index)
-      if (cell == name) at = index;
-    std::vector<std::string> values;
-    while (std::getline(in, line)) {
-      std::stringstream ls(line);
-      std::string cell;
-      for (int i = 0; std::getline(ls, cell, ','); ++i)
-        if (i == at) values.push_back(cell);
-    }
-    return values;
-  };
   const std::string big = "sp_big" + std::to_string(world().rank());
   const std::string micro = "sp_micro" + std::to_string(world().rank());
   train_params(0, 1, 1, c, *local, big);
   train_params(0, 1, 4, c, *local, micro);
-  const auto k_big = column(out_dir(big), "sp_k");
-  const auto k_micro = column(out_dir(micro), "sp_k");
+  const auto k_big = run_column(out_dir(big), "sp_k");
+  const auto k_micro = run_column(out_dir(micro), "sp_k");
   ASSERT_EQ(k_big.size(), static_cast<size_t>(kSteps));
   EXPECT_EQ(k_micro, k_big);
-  EXPECT_EQ(column(out_dir(micro), "step").back(), std::to_string(kSteps));
+  EXPECT_EQ(run_column(out_dir(micro), "step").back(), std::to_string(kSteps));
 }
 
 // Micro-batch i reads the next sizes[i] examples of the fixed data (one rank).

@@ -22,6 +22,7 @@
 #include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "tests/train/run_files.h"
 #include "train/exchange_order_probe.h"
 #include "train/training_loop.h"
 
@@ -111,25 +112,6 @@ std::string out_dir(const std::string& name) {
       .string();
 }
 
-// A column of a run's metrics file, as written (so the comparison is of the digits).
-std::vector<std::string> column(const std::string& file, const std::string& name) {
-  std::ifstream in(file);
-  std::string header, line;
-  std::getline(in, header);
-  int index = 0, at = -1;
-  std::stringstream hs(header);
-  for (std::string cell; std::getline(hs, cell, ','); ++index)
-    if (cell == name) at = index;
-  std::vector<std::string> values;
-  while (std::getline(in, line)) {
-    std::stringstream ls(line);
-    std::string cell;
-    for (int i = 0; std::getline(ls, cell, ','); ++i)
-      if (i == at) values.push_back(cell);
-  }
-  return values;
-}
-
 struct TrainedRun {
   std::vector<float> params;  // after training, in registration order
   std::vector<std::string> loss, param_sum;
@@ -149,9 +131,9 @@ TrainedRun train(TrainConfig c, bool forward_overlap, const std::string& name) {
   for (Param* p : collect_params(task.model()))
     for (int64_t i = 0; i < p->value.numel(); ++i) r.params.push_back(p->value.f32()[i]);
   r.waits_installed = task.waits_installed();
-  r.loss = column(c.out + "/iterations.csv", "loss");
-  r.sp_k = column(c.out + "/iterations.csv", "sp_k");
-  r.param_sum = column(c.out + "/epochs.csv", "param_sum");
+  r.loss = csv_column(c.out + "/iterations.csv", "loss");
+  r.sp_k = csv_column(c.out + "/iterations.csv", "sp_k");
+  r.param_sum = csv_column(c.out + "/epochs.csv", "param_sum");
   comm.barrier();
   if (comm.rank() == 0) fs::remove_all(c.out);
   return r;

@@ -20,6 +20,7 @@
 #include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "tests/train/run_files.h"
 #include "train/loss_scaler.h"
 #include "train/training_loop.h"
 
@@ -207,24 +208,6 @@ std::vector<float> train_params(const TrainConfig& base, int64_t inflate, int64_
   return values;
 }
 
-std::vector<std::string> column(const std::string& dir, const std::string& name) {
-  std::ifstream in(dir + "/iterations.csv");
-  std::string header, line;
-  std::getline(in, header);
-  int index = 0, at = -1;
-  std::stringstream hs(header);
-  for (std::string cell; std::getline(hs, cell, ','); ++index)
-    if (cell == name) at = index;
-  std::vector<std::string> values;
-  while (std::getline(in, line)) {
-    std::stringstream ls(line);
-    std::string cell;
-    for (int i = 0; std::getline(ls, cell, ','); ++i)
-      if (i == at) values.push_back(cell);
-  }
-  return values;
-}
-
 // Step 2 of 3 overflows: it is logged as skipped, the scale halves for step 3, and the
 // weights end as in a run that never saw step 2's data (steps 1 and 3 only; loss scales
 // are powers of two, so the scaled fp16 values round alike).
@@ -235,8 +218,8 @@ TEST(Fp16Training, OverflowedStepIsSkippedLoggedAndLowersTheScale) {
   const auto without = train_params(c, -1, 1, "without");
   if (world().rank() == 0) {
     const std::string dir = out_dir("skip0");
-    EXPECT_EQ(column(dir, "skipped"), (std::vector<std::string>{"0", "1", "0"}));
-    EXPECT_EQ(column(dir, "loss_scale"), (std::vector<std::string>{"65536", "65536", "32768"}));
+    EXPECT_EQ(run_column(dir, "skipped"), (std::vector<std::string>{"0", "1", "0"}));
+    EXPECT_EQ(run_column(dir, "loss_scale"), (std::vector<std::string>{"65536", "65536", "32768"}));
   }
   ASSERT_EQ(skipped.size(), without.size());
   for (size_t i = 0; i < skipped.size(); ++i)
@@ -268,7 +251,7 @@ TEST(Fp16Training, ResumeRestoresTheLossScale) {
   // The resumed run writes into the stopped run's folder.
   const auto resumed = train_params(c, 1, -1, "part");
   if (world().rank() == 0) {
-    EXPECT_EQ(column(out_dir("part0"), "loss_scale"),
+    EXPECT_EQ(run_column(out_dir("part0"), "loss_scale"),
               (std::vector<std::string>{"65536", "65536", "32768"}));
   }
   ASSERT_EQ(whole.size(), resumed.size());

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Overlap benchmark: 2 ranks over a rate-limited loopback (MPI over TCP only),
-# ResNet-20 on synthetic data. Three modes: forward-overlap (the default: each bucket
+# ResNet-20 on synthetic data. Three modes: forward-overlap (--forward-overlap: each bucket
 # updated as it arrives, the next forward overlapping the buckets still in flight),
-# overlap (--no-forward-overlap: buckets overlap backward only, the step waits for all)
+# overlap (the default: buckets overlap backward only, the step waits for all)
 # and no-overlap (--no-overlap: everything exchanged after backward). The modes run
 # alternately REPEATS times (a shared machine's load then hits all alike). Prints JSON
 # lines (scripts/overlap_report.py): per mode the median iteration time, forward,
@@ -37,8 +37,8 @@ args=(train --arch resnet20 --dataset synthetic --synthetic-size 100000 -b "$bat
 for ((i = 0; i < repeats; i++)); do
   for mode in "${modes[@]}"; do
     case $mode in
-      forward-overlap) extra=("${forward_flags[@]}") ;;
-      overlap) extra=(--no-forward-overlap) ;;
+      forward-overlap) extra=(--forward-overlap "${forward_flags[@]}") ;;
+      overlap) extra=() ;;
       no-overlap) extra=(--no-overlap) ;;
       *) echo "overlap_bench.sh: unknown mode '$mode'" >&2; exit 2 ;;
     esac

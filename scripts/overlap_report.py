@@ -7,8 +7,8 @@
 Each RUN is a `sparsetrain train --out` directory (rank 0's iterations.csv); give several
 runs of a mode (e.g. alternated on a shared machine) and their iterations are pooled.
 The modes: no-overlap (`--no-overlap`: every bucket exchanged after backward), overlap
-(`--no-forward-overlap`: buckets overlap backward, the step waits for all of them) and
-forward-overlap (the default: each bucket is applied as it arrives and the next forward
+(the default: buckets overlap backward, the step waits for all of them) and
+forward-overlap (`--forward-overlap`: each bucket is applied as it arrives and the next forward
 overlaps the buckets still in flight). Per mode it prints the median iteration time
 (forward + backward + exposed communication + optimiser; data loading is left out),
 forward, backward and exposed communication, as JSON lines, then per overlapped mode a

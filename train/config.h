@@ -73,8 +73,9 @@ struct TrainConfig {
   double first_bucket_mb = 1.0;
   bool overlap = true;  // false: exchange everything after backward (baseline)
   // Each bucket's update applied as it arrives, and the next forward overlapping the
-  // buckets still in flight (false: the step waits for every bucket, then updates).
-  bool forward_overlap = true;
+  // buckets still in flight (false, the default: the step waits for every bucket, then
+  // updates; on a quiet machine it was the faster at batch 64 and 128, docs/RESULTS.md).
+  bool forward_overlap = false;
   // With forward overlap: the share of the gradient whose buckets (the first layers')
   // are exchanged after backward, first layer first (comm/reducer.h, exchange_order);
   // negative: chosen from the first steps' times (train/exchange_order_probe.h).

@@ -347,11 +347,10 @@ std::vector<FlagRow> exchange_rows() {
        .help = "exchange all buckets after backward instead of during it (baseline)",
        .inverted = true,
        .agree = Agree::value},
-      {.names = "--no-forward-overlap",
+      {.names = "--forward-overlap",
        .field = &TrainConfig::forward_overlap,
-       .help = "wait for every bucket and update all parameters at the step's end, instead of "
-               "updating each bucket as it arrives while the next forward starts",
-       .inverted = true,
+       .help = "update each bucket as it arrives and start the next forward while later buckets "
+               "are in flight, instead of waiting for every bucket at the step's end",
        .agree = Agree::value},
       {.names = "--first-layers-first",
        .field = &TrainConfig::first_layers_first,

@@ -10,7 +10,7 @@ namespace st {
 
 std::string forward_overlap_blocker(const TrainConfig& c, bool clips_before_exchange,
                                     bool scales_loss) {
-  if (!c.forward_overlap) return "";  // turned off by the flag: nothing to announce
+  if (!c.forward_overlap) return "";  // not asked for: nothing to announce
   if (!c.overlap) return "--no-overlap exchanges every bucket after backward";
   if (c.clip > 0 && !clips_before_exchange)
     return "--clip scales by the norm of the whole averaged gradient";

@@ -13,8 +13,8 @@
 
 namespace st {
 
-// Why a run that did not pass --no-forward-overlap keeps the step-end update anyway (""
-// when nothing stands in the way, or the flag was passed): a rule that needs every
+// Why a run that asked for --forward-overlap keeps the step-end update anyway (""
+// when nothing stands in the way, or the flag was not passed): a rule that needs every
 // bucket's result before any parameter may change.
 //  - --no-overlap (the benchmarks' baseline: no bucket is exchanged during backward);
 //  - --clip after the exchange (the global norm reads the whole averaged gradient);

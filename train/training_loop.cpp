@@ -316,7 +316,7 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
       order_probe_ = std::make_unique<ExchangeOrderProbe>();
   }
   if (!blocker.empty() && !quiet_)
-    std::fprintf(stderr, "forward overlap off (as --no-forward-overlap): %s\n", blocker.c_str());
+    std::fprintf(stderr, "--forward-overlap ignored: %s\n", blocker.c_str());
   if (c_.sync_bn) install_sync_bn(true);
   if (c_.print_buckets && leader_) std::fputs(reducer_->describe_plan().c_str(), stderr);
   if (c_.print_placement)

@@ -1,6 +1,6 @@
 // Overlap with the next forward through the training loop, under mpirun with P ranks:
 // each bucket's update applied as its exchange ends and the next forward waiting per
-// layer must take exactly the steps of the step-end update (--no-forward-overlap): the
+// layer must take exactly the steps of the step-end update (without --forward-overlap): the
 // same parameters, optimiser state and loss curve, bit for bit, dense and sparsified,
 // with SGD (momentum, Nesterov) and AdamW, across an epoch end and a checkpoint.
 #include <gtest/gtest.h>
@@ -158,7 +158,8 @@ TrainConfig base_config() {
 void expect_same_steps(const TrainConfig& c, const std::string& name) {
   const TrainedRun on = train(c, true, name), off = train(c, false, name);
   EXPECT_TRUE(on.waits_installed) << "the run did not take the forward-overlap path";
-  EXPECT_FALSE(off.waits_installed) << "--no-forward-overlap still waited per parameter";
+  EXPECT_FALSE(off.waits_installed)
+      << "without --forward-overlap the run still waited per parameter";
   ASSERT_EQ(on.params.size(), off.params.size());
   EXPECT_EQ(0, std::memcmp(on.params.data(), off.params.data(), on.params.size() * sizeof(float)))
       << name << ": the parameters differ";

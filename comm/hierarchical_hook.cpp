@@ -176,15 +176,13 @@ void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicato
   }
   ST_CHECK(grads.numel() == bucket.numel, "HierarchicalHook: bucket ", bucket.id, " has ",
            bucket.numel, " elements, its gradients ", grads.numel());
-  const std::vector<int64_t> counts = slice_counts(bucket.numel, layout_.local_size);
   const Bucket slice = slice_of(bucket);
   // Host memory of ranks on one host: through shared segments, the slice a view of the
   // gradients' own part. Device memory (and ranks that share none): the node group's
   // collectives into a tensor of its own.
   SharedSegments* shared = grads.device().is_cpu() ? node_->shared_segments() : nullptr;
   if (shared) {
-    const int64_t begin = slice_start(bucket.numel, layout_.local_rank, layout_.local_size);
-    Tensor part = grads.slice_flat(begin, {slice.numel});
+    Tensor part = grads.slice_flat(slice.offset - bucket.offset, {slice.numel});
     reduce_scatter_shared(*shared, grads, part);
     // The node's mean is in `part`: the wrapped hook then averages over nodes, which
     // makes the mean over all N L ranks.
@@ -192,6 +190,7 @@ void HierarchicalHook::exchange(const Bucket& bucket, Tensor& grads, Communicato
     allgather_shared(*shared, part, grads);
     return;
   }
+  const std::vector<int64_t> counts = slice_counts(bucket.numel, layout_.local_size);
   Tensor& part = part_[bucket.id];
   if (!part.defined() || part.numel() != slice.numel || part.device() != grads.device())
     part = Tensor::empty({slice.numel}, DType::F32, grads.device());

@@ -1,6 +1,7 @@
 #include "core/ops.h"
 
 #include "core/emu/launch.h"
+#include "core/layout.h"
 
 namespace st {
 
@@ -31,6 +32,8 @@ void copy_async(Tensor& dst, const Tensor& src) {
 
 void add_inplace(Tensor& dst, const Tensor& src) {
   check_same("add_inplace", dst, src);
+  // Elementwise: any layout, as long as both have it.
+  if (src.layout() != dst.layout()) return add_inplace(dst, to_layout(src, dst.layout()));
   if (dst.device().is_emu()) {
     emu::launch(dst.device().index, [dst, src]() mutable {
       Tensor d = dst.as_host_memory();
@@ -39,8 +42,8 @@ void add_inplace(Tensor& dst, const Tensor& src) {
     return;
   }
   const int64_t n = dst.numel();
-  float* d = dst.f32();
-  const float* s = src.f32();
+  float* d = dst.f32_in_layout();
+  const float* s = src.f32_in_layout();
   if (dst.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
     cuda::add_inplace(d, s, n);

@@ -56,7 +56,7 @@ struct Entry {
   uint64_t begin = 0, end = 0;
 };
 
-struct Layout {
+struct FileLayout {
   std::vector<Entry> entries;  // sorted by data offset
   std::map<std::string, std::string> metadata;
 };
@@ -183,10 +183,10 @@ json parse_json_unique(std::string_view text, const std::string& path) {
   return header;
 }
 
-Layout parse_header(std::string_view text, uint64_t data_size, const std::string& path) {
+FileLayout parse_header(std::string_view text, uint64_t data_size, const std::string& path) {
   const json header = parse_json_unique(text, path);
   ST_CHECK(header.is_object(), path, ": header must be a JSON object, got ", header.type_name());
-  Layout layout;
+  FileLayout layout;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__")
       layout.metadata = parse_metadata(it.value(), path);
@@ -231,7 +231,7 @@ struct HashState {
 using ReadFn = std::function<void(uint64_t offset, void* dst, size_t n)>;
 
 // Reads every tensor of `layout` in data order, then checks the checksum if stored.
-TensorFile read_tensors(Layout layout, const ReadFn& read, const std::string& path) {
+TensorFile read_tensors(FileLayout layout, const ReadFn& read, const std::string& path) {
   TensorFile file;
   HashState hash;
   for (const Entry& e : layout.entries) {
@@ -359,7 +359,7 @@ namespace {
 struct OpenedFile {
   std::ifstream in;
   uint64_t data_start = 0;
-  Layout layout;
+  FileLayout layout;
 };
 
 OpenedFile open_checked(const std::string& path) {
@@ -408,7 +408,7 @@ TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string
   const uint64_t len = header_length(data, size, path);
   const uint64_t data_start = 8 + len;
   std::string_view text(reinterpret_cast<const char*>(data) + 8, len);
-  Layout layout = parse_header(text, size - data_start, path);
+  FileLayout layout = parse_header(text, size - data_start, path);
   auto read = [&](uint64_t offset, void* dst, size_t n) {
     if (n > 0) std::memcpy(dst, data + data_start + offset, n);
   };

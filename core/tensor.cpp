@@ -55,6 +55,7 @@ Tensor Tensor::from_vector_i32(const std::vector<int32_t>& values, const Shape& 
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
+  if (!is_plain()) throw_not_plain();
   ST_CHECK(shape.numel() == numel(), "reshape: cannot view ", str(), " as ", shape);
   Tensor t = *this;
   t.shape_ = shape;
@@ -62,6 +63,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::slice_flat(int64_t offset, const Shape& shape) const {
+  if (!is_plain()) throw_not_plain();
   ST_CHECK(offset >= 0 && offset + shape.numel() <= numel(), "slice_flat: elements [", offset, ", ",
            offset + shape.numel(), ") out of range for ", str());
   Tensor t = *this;
@@ -70,9 +72,18 @@ Tensor Tensor::slice_flat(int64_t offset, const Shape& shape) const {
   return t;
 }
 
+Tensor Tensor::with_layout(Layout layout) const {
+  ST_CHECK(layout == Layout::Plain || (rank() == 4 && dim(1) % 16 == 0 && dtype_ == DType::F32),
+           "with_layout: ", str(), " cannot be blocked in 16 channels");
+  Tensor t = *this;
+  t.layout_ = layout;
+  return t;
+}
+
 Tensor Tensor::to(Device device) const {
   if (device == device_) return *this;
   Tensor t = empty(shape_, dtype_, device);
+  t.layout_ = layout_;
   t.copy_from(*this);
   return t;
 }
@@ -87,13 +98,14 @@ Tensor Tensor::as_host_memory() const {
 
 Tensor Tensor::clone() const {
   Tensor t = empty(shape_, dtype_, device_);
+  t.layout_ = layout_;
   t.copy_from(*this);
   return t;
 }
 
 void Tensor::copy_from(const Tensor& src) {
-  ST_CHECK(src.shape_ == shape_ && src.dtype_ == dtype_, "copy_from: destination ", str(),
-           " does not match source ", src.str());
+  ST_CHECK(src.shape_ == shape_ && src.dtype_ == dtype_ && src.layout_ == layout_,
+           "copy_from: destination ", str(), " does not match source ", src.str());
   if (nbytes() == 0) return;
   if (device_.is_cpu() && src.device_.is_cpu()) {
     std::memmove(raw(), src.raw(), nbytes());
@@ -132,7 +144,12 @@ std::vector<float> Tensor::to_vector() const {
 }
 
 std::string Tensor::str() const {
-  return std::string(dtype_name(dtype_)) + shape_.str() + " on " + device_.str();
+  return std::string(dtype_name(dtype_)) + shape_.str() + (is_plain() ? "" : " (nChw16c)") +
+         " on " + device_.str();
+}
+
+void Tensor::throw_not_plain() const {
+  ST_THROW("tensor ", str(), " is in a blocked layout: read it through to_plain() (core/layout.h)");
 }
 
 void Tensor::check_dtype(DType want) const {

@@ -18,6 +18,14 @@
 
 namespace st {
 
+// How a tensor's elements lie in memory. Plain: row-major in its shape (NCHW for
+// activations); every tensor is Plain unless a layer chose otherwise. Blocked16: for a
+// float [N, C, H, W] with C a multiple of 16, oneDNN's nChw16c, i.e. row-major
+// [N, C/16, H, W, 16]: the layout oneDNN's AVX-512 convolutions compute in, which
+// convolutions and the per-channel and elementwise layers between them hand each other
+// so that no reorder runs around every convolution (core/layout.h).
+enum class Layout : uint8_t { Plain, Blocked16 };
+
 class Tensor {
  public:
   Tensor() = default;
@@ -39,19 +47,34 @@ class Tensor {
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  Layout layout() const { return layout_; }
+  bool is_plain() const { return layout_ == Layout::Plain; }
 
+  // The elements in the plain layout: a Blocked16 tensor throws here, so code that reads
+  // elements by their NCHW index cannot misread one (convert it with to_plain()).
   template <typename T>
   T* data() {
-    check_dtype(dtype_of<T>());
+    check_access(dtype_of<T>());
     return reinterpret_cast<T*>(raw());
   }
   template <typename T>
   const T* data() const {
-    check_dtype(dtype_of<T>());
+    check_access(dtype_of<T>());
     return reinterpret_cast<const T*>(raw());
   }
   float* f32() { return data<float>(); }
   const float* f32() const { return data<float>(); }
+  // The floats in whatever layout the tensor has: for kernels that know the layout.
+  float* f32_in_layout() {
+    check_dtype(DType::F32);
+    return static_cast<float*>(raw());
+  }
+  const float* f32_in_layout() const {
+    check_dtype(DType::F32);
+    return static_cast<const float*>(raw());
+  }
+  // The same storage and shape labelled with another layout (the bytes do not move).
+  Tensor with_layout(Layout layout) const;
   // The first byte. Emulated device memory is reachable only from its device's stream
   // executor: anywhere else this throws naming the tensor (host code must copy it).
   void* raw() const {
@@ -63,7 +86,7 @@ class Tensor {
   // a kernel sees it (host libraries such as MPI take it there). Throws anywhere else.
   Tensor as_host_memory() const;
 
-  // Same storage, new shape with the same element count.
+  // Same storage, new shape with the same element count (plain tensors only).
   Tensor reshape(const Shape& shape) const;
   // View of `shape.numel()` elements starting `offset` elements into this tensor.
   Tensor slice_flat(int64_t offset, const Shape& shape) const;
@@ -73,9 +96,9 @@ class Tensor {
   size_t byte_offset() const { return offset_; }
   bool pinned() const { return storage_ && storage_->pinned(); }
 
-  Tensor to(Device device) const;  // explicit copy (or self when already there)
-  Tensor clone() const;
-  void copy_from(const Tensor& src);  // shapes must match; devices may differ
+  Tensor to(Device device) const;     // explicit copy (or self when already there)
+  Tensor clone() const;               // keeps the layout
+  void copy_from(const Tensor& src);  // shapes and layouts must match; devices may differ
   void zero();
   void fill(float value);                // CPU float tensors; CUDA through a kernel in core/cuda
   std::vector<float> to_vector() const;  // float32 copy on the host
@@ -85,6 +108,11 @@ class Tensor {
 
  private:
   void check_dtype(DType want) const;
+  void check_access(DType want) const {
+    if (__builtin_expect(layout_ != Layout::Plain, 0)) throw_not_plain();
+    check_dtype(want);
+  }
+  [[noreturn]] void throw_not_plain() const;
   void check_emu_access() const;
   void* address() const { return static_cast<char*>(storage_->data()) + offset_; }
 
@@ -93,6 +121,7 @@ class Tensor {
   Shape shape_;
   DType dtype_ = DType::F32;
   Device device_;
+  Layout layout_ = Layout::Plain;
 };
 
 // Throws "<who>: expected <what> shape <want>, got <got>" when shapes differ.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/kernels/math.h"
+#include "core/layout.h"
 
 namespace st {
 
@@ -88,17 +89,19 @@ void BatchNorm2d::synced_statistics(const Tensor& x, float* mean, float* var, fl
   }
 }
 
-Tensor BatchNorm2d::forward_cpu(const Tensor& x) {
-  check_input(x);
+Tensor BatchNorm2d::forward_cpu(const Tensor& x_in) {
+  check_input(x_in);
+  const bool synced = training_ && sync_;
+  const Tensor x = synced ? to_plain(x_in) : x_in;  // synchronised statistics read NCHW
   x_ = x;
   const int64_t n = x.dim(0), hw = x.dim(2) * x.dim(3);
   const int64_t m = n * hw;
   used_batch_stats_ = training_;
-  const bool synced = training_ && sync_;
   ST_CHECK(!training_ || m > 1 || synced, describe(),
            ": training needs more than one value per channel, got input ", x.shape());
   batch_mean_ = Tensor::empty(Shape{c_});
   batch_inv_std_ = Tensor::empty(Shape{c_});
+  if (!x.is_plain()) return forward_blocked(x);
   Tensor synced_var, synced_unbiased;
   if (synced) {
     synced_var = Tensor::empty(Shape{c_});
@@ -195,8 +198,10 @@ void BatchNorm2d::channel_dx(const float* in, const float* g, float* out, int64_
   }
 }
 
-Tensor BatchNorm2d::backward_cpu(const Tensor& dy) {
-  expect_shape("gradient", x_.shape(), dy.shape());
+Tensor BatchNorm2d::backward_cpu(const Tensor& dy_in) {
+  expect_shape("gradient", x_.shape(), dy_in.shape());
+  const Tensor dy = to_layout(dy_in, x_.layout());
+  if (!x_.is_plain()) return backward_blocked(dy);
   const int64_t n = x_.dim(0), hw = x_.dim(2) * x_.dim(3);
   // With synchronised statistics, dx needs every rank's sums and count; the parameter
   // gradients stay this rank's (the exchange averages them).

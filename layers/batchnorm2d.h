@@ -22,12 +22,18 @@ class BatchNorm2d : public Layer {
   // the per-channel gradient statistics the same way. Empty = per-rank statistics.
   using StatSync = std::function<void(Tensor&)>;
   void set_stat_sync(StatSync sync) { sync_ = std::move(sync); }
+  // Reads and writes the 16-channel blocked layout too (core/layout.h); with synchronised
+  // statistics it works on plain tensors.
+  bool takes_blocked() const override { return c_ % 16 == 0; }
 
  protected:
   ST_LAYER_CPU_AND_CUDA
 
  private:
   void check_input(const Tensor& x) const;
+  // The blocked layout's forward and backward (layers/batchnorm2d_blocked.cpp).
+  Tensor forward_blocked(const Tensor& x);
+  Tensor backward_blocked(const Tensor& dy);
   void synced_statistics(const Tensor& x, float* mean, float* var, float* unbiased);
   // dx of channel c from its gradient sums (this rank's, or all ranks' when synced).
   void channel_dx(const float* in, const float* g, float* out, int64_t n, int64_t hw, int64_t c,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/kernels/blas.h"
+#include "core/layout.h"
 #include "core/parallel.h"
 #include "layers/init.h"
 
@@ -87,7 +88,7 @@ Precision Conv2d::emulated() const {
 
 Tensor Conv2d::forward_cpu(const Tensor& x) {
   g_ = geometry(x);
-  x_ = cpu::rounded(x, emulated());
+  x_ = cpu::rounded(x, emulated());  // F32 (also for oneDNN's bf16): x itself
   w_ = cpu::rounded(weight_->value, emulated());
   Tensor y;
   if (!uses_onednn()) {
@@ -98,8 +99,12 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
     if (!onednn_ || !onednn_->matches(n, g_))
       onednn_ = std::make_unique<cpu::OneDnnConv>(n, cout_, g_, bias_ != nullptr,
                                                   precision_ == Precision::BF16);
-    y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow});
-    onednn_->forward(x_.f32(), w_.f32(), bias_ ? bias_->value.f32() : nullptr, y.f32());
+    const cpu::ConvLayouts layouts{
+        !x_.is_plain(), blocked_output_ && takes_blocked() && onednn_->writes_blocked_in_place()};
+    y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow})
+            .with_layout(layouts.y ? Layout::Blocked16 : Layout::Plain);
+    onednn_->forward(x_.f32_in_layout(), w_.f32(), bias_ ? bias_->value.f32() : nullptr,
+                     y.f32_in_layout(), layouts);
   }
   if (precision_ == Precision::F16) cpu::round_to(Precision::F16, y.f32(), y.f32(), y.numel());
   return y;
@@ -110,15 +115,20 @@ Tensor Conv2d::backward_cpu(const Tensor& dy_in) {
   const Tensor dy = cpu::rounded(dy_in, emulated());
   Tensor dx;
   if (onednn_) {
-    dx = Tensor::empty(x_.shape());
-    onednn_->backward(x_.f32(), w_.f32(), dy.f32(), weight_->grad.f32(),
-                      bias_ ? bias_->grad.f32() : nullptr, dx.f32());
+    // dx in the layout x came in, which the layer before takes back.
+    dx = Tensor::empty(x_.shape()).with_layout(x_.layout());
+    onednn_->backward(x_.f32_in_layout(), w_.f32(), dy.f32_in_layout(), weight_->grad.f32(),
+                      bias_ ? bias_->grad.f32() : nullptr, dx.f32_in_layout(),
+                      {!x_.is_plain(), !dy.is_plain()});
   } else {
     dx = backward_im2col(dy);
   }
   if (precision_ == Precision::F16) cpu::round_to(Precision::F16, dx.f32(), dx.f32(), dx.numel());
   // Before the gradients are marked ready: the exchange hook of a bucket reads sq_grad.
-  if (weight_->sq_grad.defined() || (bias_ && bias_->sq_grad.defined())) accumulate_sq_grads(dy);
+  if (weight_->sq_grad.defined() || (bias_ && bias_->sq_grad.defined())) {
+    x_ = to_plain(x_);  // the reference loops read NCHW
+    accumulate_sq_grads(to_plain(dy));
+  }
   weight_->mark_grad_ready();
   if (bias_) bias_->mark_grad_ready();
   return dx;

@@ -33,6 +33,12 @@ class Conv2d : public Layer {
   Precision precision() const { return precision_; }
   // oneDNN's forward implementation for the last input shape ("" before a oneDNN forward).
   std::string onednn_impl() const { return onednn_ ? onednn_->forward_impl() : ""; }
+  // Blocked activations (core/layout.h): with oneDNN (fp32 or bf16) the layer reads its
+  // input in either layout, and with set_blocked_output(true) writes y blocked when
+  // oneDNN computes it that way. Model builders ask for it where the consumers (BatchNorm,
+  // ReLU, the residual add, the next convolution) take blocked tensors.
+  bool takes_blocked() const override { return uses_onednn() && precision_ != Precision::F16; }
+  void set_blocked_output(bool on) { blocked_output_ = on; }
 
  protected:
   ST_LAYER_CPU_AND_CUDA
@@ -60,6 +66,7 @@ class Conv2d : public Layer {
   cpu::ConvGeometry g_{};
   Precision precision_ = Precision::F32;
   CpuConvAlgo algo_ = CpuConvAlgo::Auto;
+  bool blocked_output_ = false;
   std::unique_ptr<cpu::OneDnnConv> onednn_;  // primitives for the last input shape
   std::shared_ptr<void> cuda_state_;         // cuDNN descriptors (CUDA build only)
 };

@@ -11,7 +11,8 @@ Tensor run_on_emu(Device device, const std::function<Tensor()>& fn) {
       [&] {
         out = fn();
         if (out.defined() && out.device() != device) {
-          Tensor on_device = Tensor::empty(out.shape(), out.dtype(), device);
+          Tensor on_device =
+              Tensor::empty(out.shape(), out.dtype(), device).with_layout(out.layout());
           on_device.copy_from(out);
           out = on_device;
         }

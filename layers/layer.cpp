@@ -1,6 +1,7 @@
 #include "layers/layer.h"
 
 #include "core/emu/runtime.h"
+#include "core/layout.h"
 #include "layers/emu_dispatch.h"
 
 namespace st {
@@ -46,14 +47,16 @@ Tensor Layer::forward(const Tensor& x) {
   for (auto& [name, p] : params_)
     if (p->before_forward) p->before_forward(*p);
   if (x.device().is_cuda()) return forward_cuda(x);
-  if (x.device().is_emu()) return run_on_emu(x.device(), [&] { return forward_cpu(x); });
-  return forward_cpu(x);
+  // On an emulated device the conversion is part of the layer's task.
+  const auto body = [&] { return forward_cpu(takes_blocked() ? x : to_plain(x)); };
+  if (x.device().is_emu()) return run_on_emu(x.device(), body);
+  return body();
 }
 
 Tensor Layer::backward(const Tensor& dy) {
   if (dy.device().is_cuda()) return backward_cuda(dy);
-  if (!dy.device().is_emu()) return backward_cpu(dy);
-  const auto body = [&] { return backward_cpu(dy); };
+  const auto body = [&] { return backward_cpu(takes_blocked() ? dy : to_plain(dy)); };
+  if (!dy.device().is_emu()) return body();
   // Inside a parent's task the parent's relay already holds the hooks.
   if (emu::executing_device() == dy.device().index) return run_on_emu(dy.device(), body);
   GradReadyRelay relay(*this);

@@ -47,6 +47,10 @@ class Layer {
 
   virtual Tensor forward(const Tensor& x);
   virtual Tensor backward(const Tensor& dy);
+  // Whether forward_cpu and backward_cpu take tensors in the blocked layout
+  // (core/layout.h). A layer that does not gets them plain: forward() and backward()
+  // convert for it, so only the layers that opt in ever see a blocked tensor.
+  virtual bool takes_blocked() const { return false; }
 
   // Visits own parameters/buffers with `prefix` prepended ("layer1.0.conv1." + "weight").
   virtual void visit_params(const std::string& prefix, const ParamVisitor& fn);

@@ -1,5 +1,7 @@
 #include "layers/pooling.h"
 
+#include "core/layout.h"
+
 #include <cfloat>
 
 namespace st {
@@ -133,32 +135,52 @@ Tensor AvgPool2d::backward_cpu(const Tensor& dy) {
   return dx;
 }
 
+// Channel c of image i is at stride 1 from (i * C + c) * HW when plain, at stride 16 from
+// ((i * C / 16 + c / 16) * HW) * 16 + c % 16 when blocked; either way its HW values are summed
+// in the same order.
+namespace {
+struct PlaneWalk {
+  int64_t start, step;
+};
+PlaneWalk plane_walk(bool blocked, int64_t plane, int64_t channels, int64_t hw) {
+  if (!blocked) return {plane * hw, 1};
+  const int64_t img = plane / channels, c = plane % channels;
+  return {((img * (channels / 16) + c / 16) * hw) * 16 + c % 16, 16};
+}
+}  // namespace
+
 Tensor GlobalAvgPool2d::forward_cpu(const Tensor& x) {
   expect_rank(x, 4, "[N, C, H, W]");
   in_shape_ = x.shape();
+  in_layout_ = x.layout();
   const int64_t planes = x.dim(0) * x.dim(1), hw = x.dim(2) * x.dim(3);
   Tensor y = Tensor::empty(Shape{x.dim(0), x.dim(1), 1, 1});
-  const float* in = x.f32();
+  const float* in = x.f32_in_layout();
   float* out = y.f32();
+  const bool blocked = !x.is_plain();
 #pragma omp parallel for schedule(static) if (planes * hw > 32768)
   for (int64_t p = 0; p < planes; ++p) {
+    const PlaneWalk at = plane_walk(blocked, p, x.dim(1), hw);
     float s = 0.0f;
-    for (int64_t i = 0; i < hw; ++i) s += in[p * hw + i];
+    for (int64_t i = 0; i < hw; ++i) s += in[at.start + i * at.step];
     out[p] = s / static_cast<float>(hw);
   }
   return y;
 }
 
-Tensor GlobalAvgPool2d::backward_cpu(const Tensor& dy) {
-  expect_shape("gradient", Shape{in_shape_[0], in_shape_[1], 1, 1}, dy.shape());
+Tensor GlobalAvgPool2d::backward_cpu(const Tensor& dy_in) {
+  expect_shape("gradient", Shape{in_shape_[0], in_shape_[1], 1, 1}, dy_in.shape());
+  const Tensor dy = to_plain(dy_in);
   const int64_t planes = in_shape_[0] * in_shape_[1], hw = in_shape_[2] * in_shape_[3];
-  Tensor dx = Tensor::empty(in_shape_);
+  Tensor dx = Tensor::empty(in_shape_).with_layout(in_layout_);
   const float* gy = dy.f32();
-  float* gx = dx.f32();
+  float* gx = dx.f32_in_layout();
+  const bool blocked = in_layout_ != Layout::Plain;
 #pragma omp parallel for schedule(static) if (planes * hw > 32768)
   for (int64_t p = 0; p < planes; ++p) {
+    const PlaneWalk at = plane_walk(blocked, p, in_shape_[1], hw);
     const float v = gy[p] / static_cast<float>(hw);
-    for (int64_t i = 0; i < hw; ++i) gx[p * hw + i] = v;
+    for (int64_t i = 0; i < hw; ++i) gx[at.start + i * at.step] = v;
   }
   return dx;
 }

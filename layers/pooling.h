@@ -51,12 +51,16 @@ class AvgPool2d : public Pool2d {
 class GlobalAvgPool2d : public Layer {
  public:
   std::string describe() const override { return "GlobalAvgPool2d"; }
+  // Reads the 16-channel blocked layout (core/layout.h) too: the [N, C, 1, 1] output is
+  // plain, and dx comes back in the layout x came in.
+  bool takes_blocked() const override { return true; }
 
  protected:
   ST_LAYER_CPU_AND_CUDA
 
  private:
   Shape in_shape_;
+  Layout in_layout_ = Layout::Plain;
 };
 
 }  // namespace st

@@ -8,6 +8,7 @@ namespace st {
 class ReLU : public Layer {
  public:
   std::string describe() const override { return "ReLU"; }
+  bool takes_blocked() const override { return true; }
 
  protected:
   ST_LAYER_CPU_AND_CUDA

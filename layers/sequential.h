@@ -16,6 +16,8 @@ class Container : public Layer {
   void set_training(bool training) override;
   void set_backward_observer(const BackwardObserver& obs, const std::string& prefix) override;
   void visit_layers(const std::function<void(Layer&)>& fn) override;
+  // Containers only route: each child converts what it does not take.
+  bool takes_blocked() const override { return true; }
 
  protected:
   // (path segment, child) in registration order.

@@ -11,8 +11,11 @@ namespace st {
 
 namespace {
 
+// Every convolution of a block feeds a BatchNorm, so it may hand over blocked activations.
 LayerPtr conv(int64_t in, int64_t out, int k, int stride, Rng& rng) {
-  return std::make_unique<Conv2d>(in, out, k, stride, k / 2, /*bias=*/false, rng);
+  auto c = std::make_unique<Conv2d>(in, out, k, stride, k / 2, /*bias=*/false, rng);
+  c->set_blocked_output(true);
+  return c;
 }
 
 LayerPtr bn(int64_t c) {

@@ -25,7 +25,9 @@ void check_io(const char* who, int64_t num_classes, int64_t input_channels) {
 // conv1 3x3 stride 1 -> bn1 -> relu: the CIFAR stem (no max-pool).
 std::unique_ptr<Sequential> cifar_stem(int64_t input_channels, int64_t width, Rng& rng) {
   auto net = std::make_unique<Sequential>();
-  net->add("conv1", std::make_unique<Conv2d>(input_channels, width, 3, 1, 1, false, rng));
+  auto stem = std::make_unique<Conv2d>(input_channels, width, 3, 1, 1, false, rng);
+  stem->set_blocked_output(true);  // into bn1 (core/layout.h)
+  net->add("conv1", std::move(stem));
   net->add("bn1", std::make_unique<BatchNorm2d>(width));
   net->add("relu", std::make_unique<ReLU>());
   return net;

@@ -51,7 +51,9 @@ LayerPtr imagenet_resnet(int depth, int64_t num_classes, int64_t input_channels,
            " and ", input_channels);
 
   auto net = std::make_unique<Sequential>();
-  net->add("conv1", std::make_unique<Conv2d>(input_channels, 64, 7, 2, 3, false, rng));
+  auto stem = std::make_unique<Conv2d>(input_channels, 64, 7, 2, 3, false, rng);
+  stem->set_blocked_output(true);  // into bn1 (core/layout.h)
+  net->add("conv1", std::move(stem));
   net->add("bn1", std::make_unique<BatchNorm2d>(64));
   net->add("relu", std::make_unique<ReLU>());
   net->add("maxpool", std::make_unique<MaxPool2d>(3, 2, 1));

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/layout.h"
+
 namespace st {
 
 ShortcutPadA::ShortcutPadA(int64_t in_channels, int64_t out_channels, int stride)
@@ -23,49 +25,61 @@ void ShortcutPadA::check_input(const Tensor& x) const {
            ", H, W], got ", x.shape());
 }
 
+int64_t ShortcutPadA::source(Layout layout, int64_t img, int64_t c, int64_t i, int64_t j) const {
+  const int64_t h = in_shape_[2], w = in_shape_[3];
+  const int64_t at = math::shortcut_pad_source(c, i, j, front_, cin_, h, w, stride_);
+  if (at < 0) return -1;
+  if (layout == Layout::Plain) return img * cin_ * h * w + at;
+  const int64_t ci = at / (h * w), pixel = at % (h * w);
+  return ((img * (cin_ / 16) + ci / 16) * h * w + pixel) * 16 + ci % 16;
+}
+
+// Element by element through source(), in either layout: output position `k` of plane
+// (img, c) lies at `k` in a plain output, at k * 16 + c % 16 of block c / 16 in a blocked one.
 Tensor ShortcutPadA::forward_cpu(const Tensor& x) {
   check_input(x);
   in_shape_ = x.shape();
-  const int64_t n = x.dim(0), h = x.dim(2), w = x.dim(3), oh = out_extent(h), ow = out_extent(w);
-  Tensor y = Tensor::empty(Shape{n, cout_, oh, ow});
-  const float* in = x.f32();
-  float* out = y.f32();
+  in_layout_ = x.layout();
+  const bool blocked = !x.is_plain();
+  const int64_t n = x.dim(0), oh = out_extent(x.dim(2)), ow = out_extent(x.dim(3)), ohw = oh * ow;
+  Tensor y = Tensor::empty(Shape{n, cout_, oh, ow}).with_layout(x.layout());
+  const float* in = x.f32_in_layout();
+  float* out = y.f32_in_layout();
   const int64_t planes = n * cout_;
-#pragma omp parallel for schedule(static) if (planes * oh * ow > 32768)
+#pragma omp parallel for schedule(static) if (planes * ohw > 32768)
   for (int64_t p = 0; p < planes; ++p) {
     const int64_t img = p / cout_, c = p % cout_;
-    const float* xi = in + img * cin_ * h * w;
-    float* yp = out + p * oh * ow;
-    if (math::shortcut_pad_source(c, 0, 0, front_, cin_, h, w, stride_) < 0) {
-      std::memset(yp, 0, sizeof(float) * oh * ow);
-      continue;
+    for (int64_t k = 0; k < ohw; ++k) {
+      const int64_t from = source(in_layout_, img, c, k / ow, k % ow);
+      const int64_t to =
+          blocked ? ((img * (cout_ / 16) + c / 16) * ohw + k) * 16 + c % 16 : p * ohw + k;
+      out[to] = from < 0 ? 0.0f : in[from];
     }
-    for (int64_t i = 0; i < oh; ++i)
-      for (int64_t j = 0; j < ow; ++j)
-        yp[i * ow + j] = xi[math::shortcut_pad_source(c, i, j, front_, cin_, h, w, stride_)];
   }
   return y;
 }
 
-Tensor ShortcutPadA::backward_cpu(const Tensor& dy) {
-  const int64_t n = in_shape_[0], h = in_shape_[2], w = in_shape_[3];
-  const int64_t oh = out_extent(h), ow = out_extent(w);
-  expect_shape("gradient", Shape{n, cout_, oh, ow}, dy.shape());
+Tensor ShortcutPadA::backward_cpu(const Tensor& dy_in) {
+  const int64_t n = in_shape_[0], oh = out_extent(in_shape_[2]), ow = out_extent(in_shape_[3]);
+  const int64_t ohw = oh * ow;
+  expect_shape("gradient", Shape{n, cout_, oh, ow}, dy_in.shape());
+  const Tensor dy = to_layout(dy_in, in_layout_);
+  const bool blocked = !dy.is_plain();
   // The forward is a selection, so dx is dy scattered back; skipped pixels and padded
   // channels receive nothing.
-  Tensor dx = Tensor::zeros(in_shape_);
-  const float* gy = dy.f32();
-  float* gx = dx.f32();
+  Tensor dx = Tensor::zeros(in_shape_).with_layout(in_layout_);
+  const float* gy = dy.f32_in_layout();
+  float* gx = dx.f32_in_layout();
   const int64_t planes = n * cout_;
-#pragma omp parallel for schedule(static) if (planes * oh * ow > 32768)
+#pragma omp parallel for schedule(static) if (planes * ohw > 32768)
   for (int64_t p = 0; p < planes; ++p) {
     const int64_t img = p / cout_, c = p % cout_;
-    if (math::shortcut_pad_source(c, 0, 0, front_, cin_, h, w, stride_) < 0) continue;
-    float* xi = gx + img * cin_ * h * w;
-    const float* gp = gy + p * oh * ow;
-    for (int64_t i = 0; i < oh; ++i)
-      for (int64_t j = 0; j < ow; ++j)
-        xi[math::shortcut_pad_source(c, i, j, front_, cin_, h, w, stride_)] = gp[i * ow + j];
+    if (source(in_layout_, img, c, 0, 0) < 0) continue;
+    for (int64_t k = 0; k < ohw; ++k) {
+      const int64_t from =
+          blocked ? ((img * (cout_ / 16) + c / 16) * ohw + k) * 16 + c % 16 : p * ohw + k;
+      gx[source(in_layout_, img, c, k / ow, k % ow)] = gy[from];
+    }
   }
   return dx;
 }

@@ -28,15 +28,22 @@ class ShortcutPadA : public Layer {
   // Output spatial extent for an input extent: ceil(h / stride), like a stride-s 3x3 conv
   // with padding 1, so the residual add lines up for odd sizes (28 -> 14 -> 7 -> 4).
   int64_t out_extent(int64_t h) const { return (h + stride_ - 1) / stride_; }
+  // A selection, so the 16-channel blocked layout (core/layout.h) costs nothing extra:
+  // the output keeps the input's layout.
+  bool takes_blocked() const override { return cin_ % 16 == 0 && cout_ % 16 == 0; }
 
  protected:
   ST_LAYER_CPU_AND_CUDA
 
  private:
   void check_input(const Tensor& x) const;
+  // Where output element (img, c, i, j) comes from in the input, as an offset into the
+  // input's memory in `layout`, or -1 for a padded channel.
+  int64_t source(Layout layout, int64_t img, int64_t c, int64_t i, int64_t j) const;
   int64_t cin_, cout_, front_;
   int stride_;
   Shape in_shape_;
+  Layout in_layout_ = Layout::Plain;
 };
 
 }  // namespace st

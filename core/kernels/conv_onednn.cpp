@@ -19,42 +19,68 @@ using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 constexpr auto bf16 = memory::data_type::bf16;
 
-// Memory in the primitive's preferred layout, fed from (or drained to) a user buffer
-// in plain layout; the reorder is skipped when the layouts already agree. The blocked
-// copy lives in a Tensor from the host caching allocator only while in use, so layers
-// share those blocks instead of each keeping its own (peak memory as PyTorch's).
+// Memory in the primitive's preferred layout, fed from (or drained to) a user buffer in
+// one of sparsetrain's layouts: [0] plain, [1] blocked in 16 channels (activations whose
+// channels are a multiple of 16). A layout equal to the primitive's is used in place, any
+// other is reordered. The reordered copy lives in a Tensor from the host caching
+// allocator only while in use, so layers share those blocks instead of each keeping its
+// own (peak memory as PyTorch's).
 struct Staged {
-  memory user, internal;
-  dnnl::reorder to_internal, to_user;
-  bool needs_reorder = false;
+  struct User {
+    memory mem;
+    dnnl::reorder to_internal, to_user;
+    bool needs_reorder = false, valid = false;
+  };
+  User users[2];
+  memory internal;
   size_t bytes = 0;
   Tensor buf;
-  void bind(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng) {
-    user = memory(user_md, eng, DNNL_MEMORY_NONE);
-    needs_reorder = want != user_md;
-    if (!needs_reorder) {
-      internal = user;
-      return;
-    }
+  int cur = 0;
+  // `activation`: the operand may also come blocked (when its channels allow).
+  void bind(const memory::desc& plain_md, const memory::desc& want, const dnnl::engine& eng,
+            bool activation) {
     internal = memory(want, eng, DNNL_MEMORY_NONE);
     bytes = want.get_size();
-    to_internal = dnnl::reorder(user, internal);
-    to_user = dnnl::reorder(internal, user);
+    add(0, plain_md, eng);
+    const memory::dims d = plain_md.dims();
+    if (activation && d[1] % 16 == 0)
+      add(1, memory::desc(d, memory::data_type::f32, tag::aBcd16b), eng);
   }
-  void set(const void* p) { user.set_data_handle(const_cast<void*>(p)); }
-  // Gives the blocked copy its storage (for outputs the primitive writes).
+  void add(int i, const memory::desc& md, const dnnl::engine& eng) {
+    User& u = users[i];
+    u.valid = true;
+    u.mem = memory(md, eng, DNNL_MEMORY_NONE);
+    u.needs_reorder = md != internal.get_desc();
+    if (!u.needs_reorder) return;
+    u.to_internal = dnnl::reorder(u.mem, internal);
+    u.to_user = dnnl::reorder(internal, u.mem);
+  }
+  bool in_place(bool blocked) const {
+    const User& u = users[blocked ? 1 : 0];
+    return u.valid && !u.needs_reorder;
+  }
+  void set(const void* p, bool blocked = false) {
+    cur = blocked ? 1 : 0;
+    ST_CHECK(users[cur].valid, "oneDNN convolution: no blocked layout for this operand");
+    if (users[cur].needs_reorder)
+      users[cur].mem.set_data_handle(const_cast<void*>(p));
+    else
+      internal.set_data_handle(const_cast<void*>(p));
+  }
+  // Gives the reordered copy its storage (for outputs the primitive writes).
   void acquire() {
-    if (!needs_reorder || buf.defined()) return;
-    buf = Tensor::empty({static_cast<int64_t>((bytes + 3) / 4)});
+    if (!users[cur].needs_reorder) return;
+    if (!buf.defined()) buf = Tensor::empty({static_cast<int64_t>((bytes + 3) / 4)});
     internal.set_data_handle(buf.raw());
   }
   void in(dnnl::stream& s) {
-    if (!needs_reorder) return;
+    if (!users[cur].needs_reorder) return;
     acquire();
-    to_internal.execute(s, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, internal}});
+    users[cur].to_internal.execute(s, {{DNNL_ARG_FROM, users[cur].mem}, {DNNL_ARG_TO, internal}});
   }
   void out(dnnl::stream& s) {
-    if (needs_reorder) to_user.execute(s, {{DNNL_ARG_FROM, internal}, {DNNL_ARG_TO, user}});
+    if (users[cur].needs_reorder)
+      users[cur].to_user.execute(s, {{DNNL_ARG_FROM, internal}, {DNNL_ARG_TO, users[cur].mem}});
   }
   void release() { buf = Tensor(); }
 };
@@ -126,15 +152,15 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
   m.fwd = dnnl::convolution_forward(fwd_pd);
   m.bwd_data = dnnl::convolution_backward_data(bwd_data_pd);
   m.bwd_weights = dnnl::convolution_backward_weights(bwd_w_pd);
-  m.src.bind(src_user, fwd_pd.src_desc(), m.eng);
-  m.wei.bind(wei_user, fwd_pd.weights_desc(), m.eng);
-  m.dst.bind(dst_user, fwd_pd.dst_desc(), m.eng);
-  m.wei_d.bind(wei_user, bwd_data_pd.weights_desc(), m.eng);
-  m.diff_dst_d.bind(dst_user, bwd_data_pd.diff_dst_desc(), m.eng);
-  m.diff_src.bind(src_user, bwd_data_pd.diff_src_desc(), m.eng);
-  m.src_w.bind(src_user, bwd_w_pd.src_desc(), m.eng);
-  m.diff_dst_w.bind(dst_user, bwd_w_pd.diff_dst_desc(), m.eng);
-  m.diff_wei.bind(wei_user, bwd_w_pd.diff_weights_desc(), m.eng);
+  m.src.bind(src_user, fwd_pd.src_desc(), m.eng, true);
+  m.wei.bind(wei_user, fwd_pd.weights_desc(), m.eng, false);
+  m.dst.bind(dst_user, fwd_pd.dst_desc(), m.eng, true);
+  m.wei_d.bind(wei_user, bwd_data_pd.weights_desc(), m.eng, false);
+  m.diff_dst_d.bind(dst_user, bwd_data_pd.diff_dst_desc(), m.eng, true);
+  m.diff_src.bind(src_user, bwd_data_pd.diff_src_desc(), m.eng, true);
+  m.src_w.bind(src_user, bwd_w_pd.src_desc(), m.eng, true);
+  m.diff_dst_w.bind(dst_user, bwd_w_pd.diff_dst_desc(), m.eng, true);
+  m.diff_wei.bind(wei_user, bwd_w_pd.diff_weights_desc(), m.eng, false);
   m.reuse_src = bwd_w_pd.src_desc() == fwd_pd.src_desc();
   m.reuse_wei = bwd_data_pd.weights_desc() == fwd_pd.weights_desc();
   m.reuse_diff_dst = bwd_w_pd.diff_dst_desc() == bwd_data_pd.diff_dst_desc();
@@ -158,11 +184,16 @@ std::string OneDnnConv::forward_impl() const {
   return impl_->fwd_impl;
 }
 
-void OneDnnConv::forward(const float* x, const float* w, const float* b, float* y) {
+bool OneDnnConv::writes_blocked_in_place() const {
+  return impl_->dst.in_place(true);
+}
+
+void OneDnnConv::forward(const float* x, const float* w, const float* b, float* y,
+                         const ConvLayouts& layouts) {
   Impl& m = *impl_;
-  m.src.set(x);
+  m.src.set(x, layouts.x);
   m.wei.set(w);
-  m.dst.set(y);
+  m.dst.set(y, layouts.y);
   m.src.in(m.strm);
   m.wei.in(m.strm);
   m.dst.acquire();
@@ -183,7 +214,7 @@ void OneDnnConv::forward(const float* x, const float* w, const float* b, float* 
 }
 
 void OneDnnConv::backward(const float* x, const float* w, const float* dy, float* dw, float* db,
-                          float* dx) {
+                          float* dx, const ConvLayouts& layouts) {
   Impl& m = *impl_;
   // Backward may want other layouts than forward; each input is staged for the
   // primitive that reads it, once.
@@ -195,9 +226,9 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
     m.wei_d.in(m.strm);
     wei = m.wei_d.internal;
   }
-  m.diff_dst_d.set(dy);
+  m.diff_dst_d.set(dy, layouts.y);
   m.diff_dst_d.in(m.strm);
-  m.diff_src.set(dx);
+  m.diff_src.set(dx, layouts.x);
   m.diff_src.acquire();
   m.bwd_data.execute(m.strm, {{DNNL_ARG_DIFF_DST, m.diff_dst_d.internal},
                               {DNNL_ARG_WEIGHTS, wei},
@@ -208,11 +239,11 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
   m.wei_d.release();
 
   Staged& src = m.reuse_src ? m.src : m.src_w;
-  src.set(x);
+  src.set(x, layouts.x);
   src.in(m.strm);
   memory diff_dst = m.diff_dst_d.internal;
   if (!m.reuse_diff_dst) {
-    m.diff_dst_w.set(dy);
+    m.diff_dst_w.set(dy, layouts.y);
     m.diff_dst_w.in(m.strm);
     diff_dst = m.diff_dst_w.internal;
   }

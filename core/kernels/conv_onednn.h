@@ -1,6 +1,7 @@
 // Convolution on the CPU through oneDNN (Debian libdnnl-dev), the faster route for the
-// small-channel convolutions of CIFAR ResNets. Activations stay NCHW and weights OIHW
-// in sparsetrain tensors; oneDNN reorders into its blocked layouts internally. The
+// small-channel convolutions of CIFAR ResNets. Weights stay OIHW in sparsetrain tensors;
+// activations are NCHW or blocked in 16 channels (core/layout.h), and oneDNN reorders
+// whatever differs from the layout it computes in. The
 // im2col + GEMM path in layers/conv2d.cpp stays the readable reference and the
 // fallback when oneDNN is absent; tests compare the two.
 #pragma once
@@ -15,6 +16,12 @@ namespace st::cpu {
 
 // True when sparsetrain was built with oneDNN.
 bool onednn_built();
+
+// Which activations of a convolution are blocked in 16 channels (core/layout.h): x and dx
+// share one layout, y and dy another.
+struct ConvLayouts {
+  bool x = false, y = false;
+};
 
 // Primitives for one (batch, geometry) combination; build once, run every step.
 // With `bf16`, the primitives read the operands (x, w, dy) as bfloat16 and write results
@@ -32,10 +39,15 @@ class OneDnnConv {
   bool matches(int64_t batch, const ConvGeometry& g) const;
   // oneDNN's name for the forward implementation it picked (e.g. "brgconv:avx512_core_bf16").
   std::string forward_impl() const;
-  // y = conv(x, w) + b. Keeps x (in oneDNN's layout) for backward.
-  void forward(const float* x, const float* w, const float* b, float* y);
+  // Whether the primitive computes y in the blocked layout, so that writing y blocked
+  // costs no reorder.
+  bool writes_blocked_in_place() const;
+  // y = conv(x, w) + b.
+  void forward(const float* x, const float* w, const float* b, float* y,
+               const ConvLayouts& layouts = {});
   // dw += dL/dw, db += dL/db (when bias), dx = dL/dx. Needs the preceding forward.
-  void backward(const float* x, const float* w, const float* dy, float* dw, float* db, float* dx);
+  void backward(const float* x, const float* w, const float* dy, float* dw, float* db, float* dx,
+                const ConvLayouts& layouts = {});
 
  private:
   struct Impl;

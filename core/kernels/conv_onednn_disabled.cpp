@@ -19,7 +19,11 @@ bool OneDnnConv::matches(int64_t, const ConvGeometry&) const {
 std::string OneDnnConv::forward_impl() const {
   return "";
 }
-void OneDnnConv::forward(const float*, const float*, const float*, float*) {}
-void OneDnnConv::backward(const float*, const float*, const float*, float*, float*, float*) {}
+bool OneDnnConv::writes_blocked_in_place() const {
+  return false;
+}
+void OneDnnConv::forward(const float*, const float*, const float*, float*, const ConvLayouts&) {}
+void OneDnnConv::backward(const float*, const float*, const float*, float*, float*, float*,
+                          const ConvLayouts&) {}
 
 }  // namespace st::cpu

@@ -1,7 +1,5 @@
 #include "layers/pooling.h"
 
-#include "core/layout.h"
-
 #include <cfloat>
 
 namespace st {

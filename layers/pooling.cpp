@@ -2,6 +2,8 @@
 
 #include <cfloat>
 
+#include "core/layout.h"
+
 namespace st {
 
 Pool2d::Pool2d(const char* type, int kernel, int stride, int pad)

@@ -14,6 +14,17 @@ namespace st {
 // an emulated device.
 bool blockable16(const Tensor& t);
 
+// Where the hw values of channel c of image n lie in a [N, channels, hw] tensor held in
+// `layout`: value k at start + k * step (plain: one contiguous plane; blocked: every 16th
+// float of the channel's block).
+struct ChannelWalk {
+  int64_t start, step;
+};
+inline ChannelWalk channel_walk(Layout layout, int64_t n, int64_t c, int64_t channels, int64_t hw) {
+  if (layout == Layout::Plain) return {(n * channels + c) * hw, 1};
+  return {(n * (channels / 16) + c / 16) * hw * 16 + c % 16, 16};
+}
+
 // `t` in `layout`: `t` itself when it is already there, else a converted copy.
 Tensor to_layout(const Tensor& t, Layout layout);
 inline Tensor to_plain(const Tensor& t) {

@@ -135,20 +135,8 @@ Tensor AvgPool2d::backward_cpu(const Tensor& dy) {
   return dx;
 }
 
-// Channel c of image i is at stride 1 from (i * C + c) * HW when plain, at stride 16 from
-// ((i * C / 16 + c / 16) * HW) * 16 + c % 16 when blocked; either way its HW values are summed
-// in the same order.
-namespace {
-struct PlaneWalk {
-  int64_t start, step;
-};
-PlaneWalk plane_walk(bool blocked, int64_t plane, int64_t channels, int64_t hw) {
-  if (!blocked) return {plane * hw, 1};
-  const int64_t img = plane / channels, c = plane % channels;
-  return {((img * (channels / 16) + c / 16) * hw) * 16 + c % 16, 16};
-}
-}  // namespace
-
+// Either layout: channel_walk (core/layout.h) finds a channel's values, which are summed
+// in the same order in both.
 Tensor GlobalAvgPool2d::forward_cpu(const Tensor& x) {
   expect_rank(x, 4, "[N, C, H, W]");
   in_shape_ = x.shape();
@@ -157,10 +145,10 @@ Tensor GlobalAvgPool2d::forward_cpu(const Tensor& x) {
   Tensor y = Tensor::empty(Shape{x.dim(0), x.dim(1), 1, 1});
   const float* in = x.f32_in_layout();
   float* out = y.f32();
-  const bool blocked = !x.is_plain();
+  const int64_t channels = x.dim(1);
 #pragma omp parallel for schedule(static) if (planes * hw > 32768)
   for (int64_t p = 0; p < planes; ++p) {
-    const PlaneWalk at = plane_walk(blocked, p, x.dim(1), hw);
+    const ChannelWalk at = channel_walk(in_layout_, p / channels, p % channels, channels, hw);
     float s = 0.0f;
     for (int64_t i = 0; i < hw; ++i) s += in[at.start + i * at.step];
     out[p] = s / static_cast<float>(hw);
@@ -175,10 +163,10 @@ Tensor GlobalAvgPool2d::backward_cpu(const Tensor& dy_in) {
   Tensor dx = Tensor::empty(in_shape_).with_layout(in_layout_);
   const float* gy = dy.f32();
   float* gx = dx.f32_in_layout();
-  const bool blocked = in_layout_ != Layout::Plain;
+  const int64_t channels = in_shape_[1];
 #pragma omp parallel for schedule(static) if (planes * hw > 32768)
   for (int64_t p = 0; p < planes; ++p) {
-    const PlaneWalk at = plane_walk(blocked, p, in_shape_[1], hw);
+    const ChannelWalk at = channel_walk(in_layout_, p / channels, p % channels, channels, hw);
     const float v = gy[p] / static_cast<float>(hw);
     for (int64_t i = 0; i < hw; ++i) gx[at.start + i * at.step] = v;
   }

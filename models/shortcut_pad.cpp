@@ -26,21 +26,20 @@ void ShortcutPadA::check_input(const Tensor& x) const {
 }
 
 int64_t ShortcutPadA::source(Layout layout, int64_t img, int64_t c, int64_t i, int64_t j) const {
-  const int64_t h = in_shape_[2], w = in_shape_[3];
-  const int64_t at = math::shortcut_pad_source(c, i, j, front_, cin_, h, w, stride_);
+  const int64_t hw = in_shape_[2] * in_shape_[3];
+  const int64_t at =
+      math::shortcut_pad_source(c, i, j, front_, cin_, in_shape_[2], in_shape_[3], stride_);
   if (at < 0) return -1;
-  if (layout == Layout::Plain) return img * cin_ * h * w + at;
-  const int64_t ci = at / (h * w), pixel = at % (h * w);
-  return ((img * (cin_ / 16) + ci / 16) * h * w + pixel) * 16 + ci % 16;
+  const ChannelWalk walk = channel_walk(layout, img, at / hw, cin_, hw);
+  return walk.start + (at % hw) * walk.step;
 }
 
-// Element by element through source(), in either layout: output position `k` of plane
-// (img, c) lies at `k` in a plain output, at k * 16 + c % 16 of block c / 16 in a blocked one.
+// Either layout: channel_walk (core/layout.h) places an output plane, source() finds each
+// value's origin. A padded channel is all zeros in forward and receives nothing in backward.
 Tensor ShortcutPadA::forward_cpu(const Tensor& x) {
   check_input(x);
   in_shape_ = x.shape();
   in_layout_ = x.layout();
-  const bool blocked = !x.is_plain();
   const int64_t n = x.dim(0), oh = out_extent(x.dim(2)), ow = out_extent(x.dim(3)), ohw = oh * ow;
   Tensor y = Tensor::empty(Shape{n, cout_, oh, ow}).with_layout(x.layout());
   const float* in = x.f32_in_layout();
@@ -49,12 +48,10 @@ Tensor ShortcutPadA::forward_cpu(const Tensor& x) {
 #pragma omp parallel for schedule(static) if (planes * ohw > 32768)
   for (int64_t p = 0; p < planes; ++p) {
     const int64_t img = p / cout_, c = p % cout_;
-    for (int64_t k = 0; k < ohw; ++k) {
-      const int64_t from = source(in_layout_, img, c, k / ow, k % ow);
-      const int64_t to =
-          blocked ? ((img * (cout_ / 16) + c / 16) * ohw + k) * 16 + c % 16 : p * ohw + k;
-      out[to] = from < 0 ? 0.0f : in[from];
-    }
+    const ChannelWalk to = channel_walk(in_layout_, img, c, cout_, ohw);
+    const bool padded = source(in_layout_, img, c, 0, 0) < 0;
+    for (int64_t k = 0; k < ohw; ++k)
+      out[to.start + k * to.step] = padded ? 0.0f : in[source(in_layout_, img, c, k / ow, k % ow)];
   }
   return y;
 }
@@ -64,7 +61,6 @@ Tensor ShortcutPadA::backward_cpu(const Tensor& dy_in) {
   const int64_t ohw = oh * ow;
   expect_shape("gradient", Shape{n, cout_, oh, ow}, dy_in.shape());
   const Tensor dy = to_layout(dy_in, in_layout_);
-  const bool blocked = !dy.is_plain();
   // The forward is a selection, so dx is dy scattered back; skipped pixels and padded
   // channels receive nothing.
   Tensor dx = Tensor::zeros(in_shape_).with_layout(in_layout_);
@@ -75,11 +71,9 @@ Tensor ShortcutPadA::backward_cpu(const Tensor& dy_in) {
   for (int64_t p = 0; p < planes; ++p) {
     const int64_t img = p / cout_, c = p % cout_;
     if (source(in_layout_, img, c, 0, 0) < 0) continue;
-    for (int64_t k = 0; k < ohw; ++k) {
-      const int64_t from =
-          blocked ? ((img * (cout_ / 16) + c / 16) * ohw + k) * 16 + c % 16 : p * ohw + k;
-      gx[source(in_layout_, img, c, k / ow, k % ow)] = gy[from];
-    }
+    const ChannelWalk from = channel_walk(in_layout_, img, c, cout_, ohw);
+    for (int64_t k = 0; k < ohw; ++k)
+      gx[source(in_layout_, img, c, k / ow, k % ow)] = gy[from.start + k * from.step];
   }
   return dx;
 }

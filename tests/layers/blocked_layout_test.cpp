@@ -227,9 +227,9 @@ std::pair<float, std::vector<float>> resnet_step(const std::string& arch, bool b
     const std::vector<float> g = p.grad.to_vector();
     grads.insert(grads.end(), g.begin(), g.end());
   });
-  const std::vector<float> out = logits.to_vector();
+  const std::vector<float> out = logits.to_vector(), weights = dlogits.to_vector();
   float sum = 0;
-  for (size_t i = 0; i < out.size(); ++i) sum += out[i] * dlogits.to_vector()[i];
+  for (size_t i = 0; i < out.size(); ++i) sum += out[i] * weights[i];
   return {sum, grads};
 }
 

@@ -131,8 +131,8 @@ TrainedRun train(TrainConfig c, bool forward_overlap, const std::string& name) {
   for (Param* p : collect_params(task.model()))
     for (int64_t i = 0; i < p->value.numel(); ++i) r.params.push_back(p->value.f32()[i]);
   r.waits_installed = task.waits_installed();
-  r.loss = csv_column(c.out + "/iterations.csv", "loss");
-  r.sp_k = csv_column(c.out + "/iterations.csv", "sp_k");
+  r.loss = run_column(c.out, "loss");
+  r.sp_k = run_column(c.out, "sp_k");
   r.param_sum = csv_column(c.out + "/epochs.csv", "param_sum");
   comm.barrier();
   if (comm.rank() == 0) fs::remove_all(c.out);
@@ -154,8 +154,8 @@ TrainConfig base_config() {
 }
 
 // Both runs on every rank: the same parameters (bit for bit), the same loss curve (on
-// rank 0, which writes it) and the same evaluations.
-void expect_same_steps(const TrainConfig& c, const std::string& name) {
+// rank 0, which writes it; `steps` rows over the two epochs) and the same evaluations.
+void expect_same_steps(const TrainConfig& c, const std::string& name, size_t steps = 2 * kSteps) {
   const TrainedRun on = train(c, true, name), off = train(c, false, name);
   EXPECT_TRUE(on.waits_installed) << "the run did not take the forward-overlap path";
   EXPECT_FALSE(off.waits_installed)
@@ -164,7 +164,7 @@ void expect_same_steps(const TrainConfig& c, const std::string& name) {
   EXPECT_EQ(0, std::memcmp(on.params.data(), off.params.data(), on.params.size() * sizeof(float)))
       << name << ": the parameters differ";
   if (world().rank() != 0) return;
-  ASSERT_EQ(on.loss.size(), static_cast<size_t>(2 * kSteps));
+  ASSERT_EQ(on.loss.size(), steps);
   EXPECT_EQ(on.loss, off.loss) << name << ": the loss curves differ";
   // A step's row holds its own buckets' statistics, though they finish in the next step.
   EXPECT_EQ(on.sp_k, off.sp_k) << name << ": the sparsifier's statistics moved between rows";
@@ -205,12 +205,7 @@ TEST(ForwardOverlap, TopkWithErrorFeedbackTakesTheSameSteps) {
 TEST(ForwardOverlap, AccumulatedMicroBatchesTakeTheSameSteps) {
   TrainConfig c = base_config();
   c.accum_steps = 2;  // the task's five batches make steps of two, two and one
-  const TrainedRun on = train(c, true, "accum"), off = train(c, false, "accum");
-  EXPECT_TRUE(on.waits_installed);
-  EXPECT_EQ(0, std::memcmp(on.params.data(), off.params.data(), on.params.size() * sizeof(float)));
-  if (world().rank() == 0) {
-    EXPECT_EQ(on.loss, off.loss);
-  }
+  expect_same_steps(c, "accum", 2 * 3);
 }
 
 // Global-norm clipping needs every bucket's result: the run keeps the step-end update.

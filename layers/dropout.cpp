@@ -1,8 +1,31 @@
 #include "layers/dropout.h"
 
 #include "core/kernels/math.h"
+#include "core/rng.h"
 
 namespace st {
+
+namespace {
+
+// out[i] = keep(i) ? in[i] * scale : 0 over n elements, keep(i) as math::dropout_keep.
+// One Philox block gives the uniforms of four consecutive elements (philox_uniform uses
+// word i & 3 of block i >> 2), so computing it once per four elements gives the same
+// mask as the per-element rule at a quarter of the cost; forward and backward (which
+// redraws the forward's mask) share this loop.
+void apply_mask(const float* in, float* out, int64_t n, uint64_t seed, uint64_t stream, float p) {
+  const float scale = 1.0f / (1.0f - p);
+  const int64_t blocks = (n + 3) / 4;
+#pragma omp parallel for if (n > 32768) schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const Philox4 r = philox_block(seed, stream, static_cast<uint64_t>(b));
+    const int64_t first = 4 * b;
+    const int64_t count = n - first < 4 ? n - first : 4;
+    for (int64_t j = 0; j < count; ++j)
+      out[first + j] = uint_to_unit(r.v[j]) >= p ? in[first + j] * scale : 0.0f;
+  }
+}
+
+}  // namespace
 
 Dropout::Dropout(float p, uint64_t seed) : p_(p), seed_(seed) {
   ST_CHECK(p >= 0.0f && p < 1.0f, "Dropout: probability must be in [0, 1), got ", p);
@@ -18,13 +41,7 @@ Tensor Dropout::forward_cpu(const Tensor& x) {
   if (!training_ || p_ == 0.0f) return x;
   const uint64_t stream = next_stream();
   Tensor y = Tensor::empty(x.shape());
-  const float* in = x.f32();
-  float* out = y.f32();
-  const float scale = 1.0f / (1.0f - p_);
-  const int64_t n = x.numel();
-#pragma omp parallel for if (n > 32768) schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = math::dropout_keep(seed_, stream, i, p_) ? in[i] * scale : 0.0f;
+  apply_mask(x.f32(), y.f32(), x.numel(), seed_, stream, p_);
   return y;
 }
 
@@ -32,13 +49,7 @@ Tensor Dropout::backward_cpu(const Tensor& dy) {
   expect_shape("gradient", shape_, dy.shape());
   if (!training_ || p_ == 0.0f) return dy;
   Tensor dx = Tensor::empty(dy.shape());
-  const float* g = dy.f32();
-  float* out = dx.f32();
-  const float scale = 1.0f / (1.0f - p_);
-  const int64_t n = dy.numel();
-#pragma omp parallel for if (n > 32768) schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = math::dropout_keep(seed_, stream_, i, p_) ? g[i] * scale : 0.0f;
+  apply_mask(dy.f32(), dx.f32(), dy.numel(), seed_, stream_, p_);
   return dx;
 }
 

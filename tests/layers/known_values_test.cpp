@@ -1,10 +1,12 @@
-// Hand-computed values: convolution, pooling, batch norm, loss.
+// Hand-computed values: convolution, pooling, batch norm, loss, the dropout mask.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "core/kernels/math.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
+#include "layers/dropout.h"
 #include "layers/pooling.h"
 #include "layers/softmax_cross_entropy.h"
 
@@ -66,6 +68,33 @@ TEST(KnownValues, BatchNormTrainAndRunningStats) {
   bn.set_training(false);
   Tensor z = bn.forward(Tensor::from_vector({1.5f}, {1, 1, 1, 1}));
   expect_values(z, {0.0f});
+}
+
+// The dropout mask is the per-element rule math::dropout_keep(seed, call, i, p) (which the
+// CUDA kernel also uses), whatever blocking the CPU loop applies: checked on a length that
+// is not a multiple of four and large enough for the threaded path, forward and backward,
+// over two calls (two streams).
+TEST(KnownValues, DropoutMaskIsThePerElementRule) {
+  const float p = 0.3f, scale = 1.0f / (1.0f - p);
+  const uint64_t seed = 1234;
+  Dropout drop(p, seed);
+  const int64_t n = 40003;
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = 1.0f + static_cast<float>(i % 97);
+  const Tensor x = Tensor::from_vector(v, {n});
+  for (uint64_t call = 0; call < 2; ++call) {
+    const std::vector<float> y = drop.forward(x).to_vector();
+    const std::vector<float> dx = drop.backward(x).to_vector();
+    int64_t kept = 0, wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool keep = math::dropout_keep(seed, call, static_cast<uint64_t>(i), p);
+      const float want = keep ? v[i] * scale : 0.0f;
+      kept += keep;
+      wrong += (y[i] != want) + (dx[i] != want);
+    }
+    EXPECT_EQ(wrong, 0) << "call " << call;
+    EXPECT_NEAR(static_cast<double>(kept) / n, 1.0 - p, 0.01) << "call " << call;
+  }
 }
 
 TEST(KnownValues, SoftmaxCrossEntropyStableForHugeLogits) {

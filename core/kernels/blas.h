@@ -1,6 +1,6 @@
-// Row-major single-precision GEMM on the CPU (OpenBLAS). Inside an OpenMP parallel
-// region the OpenMP build of OpenBLAS runs single-threaded, so callers may split
-// work across images and call gemm from each thread.
+// Row-major single-precision GEMM on the CPU: oneDNN's sgemm where the build has oneDNN,
+// else OpenBLAS. Inside an OpenMP parallel region both run single-threaded, so callers
+// may split work across images and call gemm from each thread.
 #pragma once
 
 #include <cstdint>

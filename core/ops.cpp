@@ -91,8 +91,10 @@ double sum_squares(const Tensor& x) {
     return cuda::sum_squares(p, n);
 #endif
   }
+  // simd: the double sum in vector lanes (a serial chain of double adds took 2% of an
+  // LSTM step in its gradient-norm clip).
   double s = 0;
-#pragma omp parallel for reduction(+ : s) if (n > 32768) schedule(static)
+#pragma omp parallel for simd reduction(+ : s) if (n > 32768) schedule(static)
   for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
   return s;
 }

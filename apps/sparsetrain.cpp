@@ -1,7 +1,6 @@
 // The sparsetrain command line: `train`, `eval`, `sparsifiers`, `pack`. Parsing and printing only;
 // the work (and each kind of training's defaults) is in train/.
 // Every error becomes one line on stderr and exit code 1 (2 for bad flags).
-#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include "comm/mpi_env.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "data/packed.h"
 #include "data/registry.h"
 #include "models/registry.h"
@@ -132,11 +132,16 @@ bool given(const std::vector<CLI::Option*>& options, const st::FlagRow& row) {
 
 void add_subcommands(Cli& cli) {
   cli.app.require_subcommand(1);
-  // Version, commit and the backends built in (core/build_info.h).
+  // Version, commit and the backends built in (core/build_info.h), and how this process's
+  // OpenMP threads wait (core/parallel.h), which step times depend on.
   std::string version = st::build_info_text();
-  version.pop_back();  // CLI11 ends the text with its own newline
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(name) + "=" + (v != nullptr ? v : "(unset)");
+  };
+  version += "openmp: " + env("OMP_WAIT_POLICY") + " " + env("GOMP_SPINCOUNT");
   cli.app.set_version_flag("--version", version,
-                           "print the version, commit and backends, then exit");
+                           "print the version, commit, backends and OpenMP wait, then exit");
   cli.train = cli.app.add_subcommand("train", "train a model");
   cli.train_options = add_flags(cli.train, cli.tc, false);
 
@@ -219,13 +224,9 @@ int run(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
 
 int main(int argc, char** argv) {
   st::set_mpi_env_defaults();  // before MPI_Init reads them (comm/mpi_env.h)
-  // Idle OpenMP threads should sleep, not spin: the data-loading threads share the cores
-  // with them (measured: 3x faster small-CNN steps on a loaded 2-core machine). libgomp
-  // reads OMP_WAIT_POLICY when it loads, before main, so set it and re-exec once.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    ::setenv("OMP_WAIT_POLICY", "passive", 1);
-    ::execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
-  }
+  // Idle OpenMP threads sleep after a short spin: the data-loading threads share the
+  // cores with them (core/parallel.h).
+  st::set_openmp_env_defaults(argv);
   Cli cli;
   add_subcommands(cli);
   try {

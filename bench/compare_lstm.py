@@ -6,7 +6,8 @@ hyperparameters and epochs, then the step time of both on the same shapes.
     <out>/sparsetrain/corpus), then bench/torch_lstm_lm.py on those files;
  2. bench/lstm_step_bench vs torch_lstm_lm.py --step, alternating for --rounds, keeping
     each side's best median (PyTorch runs with OMP_WAIT_POLICY passive and active, and
-    its better result counts; sparsetrain's CLI always runs passive).
+    its better result counts; lstm_step_bench sets the wait policy the sparsetrain CLI
+    uses, core/parallel.h).
 
 Prints JSON lines and a final summary: validation perplexities and their relative gap
 (with --seeds, per seed and the gap of the means; target: within 2%), step times and
@@ -133,7 +134,7 @@ def main():
                  "--reps", str(a.reps), "--threads", str(a.threads)]
         best = {}
         for r in range(a.rounds):
-            runs = [("sparsetrain", [bench] + shape, dict(os.environ, OMP_WAIT_POLICY="passive"))]
+            runs = [("sparsetrain", [bench] + shape, dict(os.environ))]
             for policy in ("passive", "active"):
                 runs.append(("torch", torch_py + ["--step"] + shape, dict(os.environ, OMP_WAIT_POLICY=policy)))
             for impl, cmd, env in runs:

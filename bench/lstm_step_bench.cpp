@@ -32,6 +32,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  st::set_openmp_env_defaults(argv);  // the CLI's OpenMP wait policy, so steps time alike
   st::LstmLmConfig cfg;
   int64_t bptt = 35, batch = 20;
   int reps = 20, threads = 2;

@@ -21,6 +21,7 @@
 #include "optim/sgd.h"
 
 int main(int argc, char** argv) {
+  st::set_openmp_env_defaults(argv);  // the CLI's OpenMP wait policy, so steps time alike
   std::string arch = "resnet20", precision = "fp32";
   int batch = 128, size = 32, reps = 20, threads = 2, warmup = 3;
   for (int i = 1; i + 1 < argc; i += 2) {

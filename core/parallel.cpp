@@ -1,6 +1,9 @@
 #include "core/parallel.h"
 
 #include <omp.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <atomic>
 
@@ -21,6 +24,13 @@ void set_num_threads(int n) {
   g_threads.store(n);
   omp_set_num_threads(n);
   openblas_set_num_threads(n);
+}
+
+void set_openmp_env_defaults(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;  // the user's choice
+  ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  ::setenv("GOMP_SPINCOUNT", kOmpSpinCount, 0);  // overrides passive's zero spin
+  ::execv("/proc/self/exe", argv);               // returns only on failure
 }
 
 void adopt_process_threads() {

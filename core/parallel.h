@@ -8,6 +8,16 @@ namespace st {
 
 void set_num_threads(int n);
 int num_threads();
+// How idle OpenMP threads wait, unless the user set OMP_WAIT_POLICY: passive (sleep, so
+// data-loading and communication threads get the cores) after a short spin of
+// kOmpSpinCount iterations (GOMP_SPINCOUNT, about 30 us), which keeps a team awake across
+// the back-to-back parallel regions of a step (an LSTM step's 140 small recurrent GEMMs
+// and cell loops: 0.93x the time of no spin; small_cnn at 2 and 4 ranks x 2 threads: level,
+// docs/RESULTS.md). libgomp reads both when it loads, before main, so when this sets one it
+// re-executes the program once (argv as given); it returns if nothing needed setting or
+// the re-execution failed. Programs (the CLI, the step benchmarks) call it first in main.
+inline constexpr const char* kOmpSpinCount = "3000";
+void set_openmp_env_defaults(char** argv);
 // Makes the calling thread's OpenMP teams as large as set_num_threads said (OpenMP keeps
 // the count per thread): a thread that runs kernels for another, as an emulated device's
 // stream executor does, must split them as the caller's thread would, or its reductions

@@ -15,15 +15,11 @@
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
 #include "optim/sgd.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/gradcheck.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 TEST(Collectives, KnownValues) {
   Communicator& c = world();

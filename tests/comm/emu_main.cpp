@@ -9,7 +9,10 @@
 
 namespace st::test {
 Communicator* g_emu_world = nullptr;
+Communicator& world() {
+  return *g_emu_world;
 }
+}  // namespace st::test
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -23,15 +23,11 @@
 #include "core/safetensors.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/comm/mpi_test_run.h"
 #include "train/exchange_setup.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 // Rank r's gradient at an iteration: distinct, no ties, a few large entries.
 float grad(int rank, int64_t i, int64_t iteration) {

@@ -9,6 +9,10 @@
 
 namespace st::test {
 
+// The communicator the test binary's main() made (comm/mpi_main.cpp, or comm/emu_main.cpp
+// where host tensors go over MPI and emulated-device tensors over the emulated collective).
+Communicator& world();
+
 inline int run_all_tests_on_every_rank(Communicator& comm) {
   if (comm.rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();

@@ -15,14 +15,10 @@
 #include "layers/linear.h"
 #include "layers/relu.h"
 #include "layers/sequential.h"
+#include "tests/comm/mpi_test_run.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 // Averages like the dense hook, slowly, counting the exchanges that have finished;
 // bucket `fail_bucket` throws after its allreduce (so the ranks stay aligned).

@@ -8,14 +8,10 @@
 #include "comm/communicator.h"
 #include "core/rng.h"
 #include "layers/batchnorm2d.h"
+#include "tests/comm/mpi_test_run.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 Tensor random_tensor(const Shape& shape, uint64_t seed) {
   Rng rng(seed);

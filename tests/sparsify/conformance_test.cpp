@@ -15,15 +15,11 @@
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "sparsify/testing/conformance.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/sparsify/heavy_tailed.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 class Conformance : public ::testing::TestWithParam<std::string> {};
 

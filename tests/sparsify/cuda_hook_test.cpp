@@ -16,16 +16,12 @@
 #include "core/rng.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/sparsify/heavy_tailed.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 // Why this job cannot run the GPU half, agreed on every rank ("" when it can): a rank
 // that skipped alone would leave the others waiting in a collective.

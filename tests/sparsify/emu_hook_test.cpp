@@ -24,17 +24,12 @@
 #include "core/error.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/sparsify/heavy_tailed.h"
 
 namespace st::test {
 
-extern Communicator* g_emu_world;  // tests/comm/emu_main.cpp
-
 namespace {
-
-Communicator& world() {
-  return *g_emu_world;  // host tensors over MPI, emulated ones over "emu"
-}
 
 bool bit_exact(const std::string& method) {
   static const std::set<std::string> exact = {"dense",  "topk",           "gtopk",   "micro",

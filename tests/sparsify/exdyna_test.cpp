@@ -14,16 +14,12 @@
 #include "sparsify/host_select.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/comm/mpi_test_run.h"
 
 namespace st::test {
 namespace {
 
 using Counts = std::vector<int64_t>;
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 part::BlockRule rule_with(int64_t blocks) {
   part::BlockRule r;

@@ -23,16 +23,12 @@
 #include "sparsify/bulk/timing_ops.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/sparsify/deferring_ops.h"
 #include "tests/sparsify/guarded_ops.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 // The options the conformance suite uses per method: quantisers and sign send every
 // element; VGC without squared gradients uses its g^2 / B fallback.

@@ -17,6 +17,7 @@
 #include "sparsify/micro.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/comm/mpi_test_run.h"
 #if defined(SPARSETRAIN_WITH_CUDA)
 #include "../cuda/cuda_test_util.h"
 #include "sparsify/kernels/threshold_select_cuda.h"
@@ -24,11 +25,6 @@
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 SelectContext context(int bucket, int64_t t, int rank, int P, int64_t n, double d) {
   SelectContext c;

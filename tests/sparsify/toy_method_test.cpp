@@ -19,6 +19,7 @@
 #include "sparsify/sparsify_hook.h"
 #include "sparsify/state_io.h"
 #include "sparsify/testing/conformance.h"
+#include "tests/comm/mpi_test_run.h"
 
 namespace st::test {
 namespace {
@@ -71,11 +72,6 @@ SparsifierInfo toy_info() {
   return row;
 }
 const SparsifierRegistrar toy_row(toy_info());
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

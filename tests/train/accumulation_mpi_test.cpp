@@ -23,6 +23,7 @@
 #include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/train/run_files.h"
 #include "train/training_loop.h"
 
@@ -30,11 +31,6 @@ namespace st::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 constexpr int64_t kGlobalBatch = 32;
 constexpr int64_t kSteps = 3;

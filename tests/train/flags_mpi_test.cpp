@@ -6,15 +6,11 @@
 
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "tests/comm/mpi_test_run.h"
 #include "train/config_check.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 // The refusal on this rank ("" when it passes).
 std::string refusal(const TrainConfig& c) {

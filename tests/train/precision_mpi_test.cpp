@@ -20,6 +20,7 @@
 #include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/train/run_files.h"
 #include "train/loss_scaler.h"
 #include "train/training_loop.h"
@@ -28,11 +29,6 @@ namespace st::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 // Rank r's gradient: magnitudes over many binades, so rounding is visible everywhere.
 Tensor rank_gradient(int rank, int64_t n) {

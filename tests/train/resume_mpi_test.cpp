@@ -9,16 +9,12 @@
 
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/train/run_files.h"
 #include "train/trainer.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 TrainConfig config(const std::string& out, const std::string& method,
                    const std::string& hierarchy) {

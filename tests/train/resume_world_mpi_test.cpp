@@ -18,15 +18,11 @@
 #include "sparsify/micro.h"
 #include "sparsify/partition_math.h"
 #include "sparsify/registry.h"
+#include "tests/comm/mpi_test_run.h"
 #include "train/sparsify_checkpoint.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 const std::vector<int64_t> kSizes = {3000, 700};  // two buckets
 

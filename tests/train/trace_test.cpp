@@ -25,6 +25,7 @@
 #include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/gradcheck.h"
 #include "train/trace.h"
 
@@ -34,11 +35,6 @@ namespace {
 using Clock = TraceWriter::Clock;
 using Json = nlohmann::json;
 using std::chrono::milliseconds;
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 std::string temp_path(const std::string& stem) {
   return (std::filesystem::temp_directory_path() /

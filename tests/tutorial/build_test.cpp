@@ -15,15 +15,11 @@
 #include "layers/flat_params.h"
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/tutorial/params_layer.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 // Parameters of uneven sizes, registered first layer first; backward does nothing (the
 // test announces the gradients, last parameter first, as a real backward would).

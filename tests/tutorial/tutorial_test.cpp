@@ -27,16 +27,12 @@
 #include "sparsify/registry.h"
 #include "sparsify/sidco_fit.h"
 #include "sparsify/sparsify_hook.h"
+#include "tests/comm/mpi_test_run.h"
 #include "tests/gradcheck.h"
 #include "tests/tutorial/params_layer.h"
 
 namespace st::test {
 namespace {
-
-Communicator& world() {
-  static std::unique_ptr<Communicator> comm = make_communicator("auto");
-  return *comm;
-}
 
 // ---- Step 1: the layer contract, forward, backward, SGD --------------------------------
 // Exercise: write Linear::backward_cpu (layers/linear.cpp).

@@ -17,13 +17,8 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "layers/conv2d.h"
-#include "layers/flatten.h"
-#include "layers/linear.h"
-#include "layers/relu.h"
-#include "layers/sequential.h"
-#include "layers/softmax_cross_entropy.h"
 #include "tests/comm/mpi_test_run.h"
+#include "tests/train/fixed_image_task.h"
 #include "tests/train/run_files.h"
 #include "train/training_loop.h"
 
@@ -37,29 +32,14 @@ constexpr int64_t kSteps = 3;
 
 // A fixed dataset; step s, micro-batch k of this rank reads a contiguous block of the
 // step's G examples: rank r's share, then micro-batch k's share of that.
-class FixedDataTask : public TrainingTask {
+class FixedDataTask : public FixedImageTask {
  public:
-  FixedDataTask(int rank, int world, int accum) : rank_(rank), world_(world), accum_(accum) {
-    Rng rng(5);
-    net_ = std::make_unique<Sequential>();
-    net_->add("conv1", std::make_unique<Conv2d>(3, 6, 3, 1, 1, true, rng));
-    net_->add("relu1", std::make_unique<ReLU>());
-    net_->add("flat", std::make_unique<Flatten>());
-    net_->add("fc", std::make_unique<Linear>(6 * 6 * 6, 4, true, rng));
-    Rng data(9);
-    x_ = Tensor::empty({kGlobalBatch * kSteps, 3, 6, 6});
-    for (int64_t i = 0; i < x_.numel(); ++i) x_.f32()[i] = data.normal();
-    std::vector<int32_t> labels;
-    for (int64_t i = 0; i < kGlobalBatch * kSteps; ++i)
-      labels.push_back(static_cast<int32_t>(i % 4));
-    y_ = Tensor::from_vector_i32(labels, {kGlobalBatch * kSteps});
-  }
-  Layer& model() override { return *net_; }
-  Device device() const override { return Device::cpu(); }
-  QualityMetric quality() const override { return QualityMetric::Accuracy; }
-  const char* item_name() const override { return "images"; }
-  const char* step_name() const override { return "batch"; }
-  bool clips_before_exchange() const override { return false; }
+  FixedDataTask(int rank, int world, int accum)
+      : FixedImageTask(conv_relu_fc_net(false), kGlobalBatch * kSteps, 9,
+                       [](int64_t i) { return static_cast<int32_t>(i % 4); }),
+        rank_(rank),
+        world_(world),
+        accum_(accum) {}
   int64_t steps_per_epoch() const override { return kSteps * accum_; }
   void start_epoch(int64_t, int64_t first) override { micro_ = first; }
   bool load_batch() override {
@@ -70,26 +50,11 @@ class FixedDataTask : public TrainingTask {
     ++micro_;
     return true;
   }
-  // Examples [first, first + n) of the fixed data as the step's input.
-  void load_block(int64_t first, int64_t n) {
-    images_ = x_.slice_flat(first * 3 * 36, Shape{n, 3, 6, 6}).clone();
-    labels_ = y_.slice_flat(first, Shape{n}).clone();
-  }
-  StepLoss forward_loss() override {
-    const float loss = ce_.forward(net_->forward(images_), labels_);
-    return {loss, static_cast<double>(labels_.numel()), ce_.correct()};
-  }
-  Tensor loss_grad() override { return ce_.backward(); }
   float lr(int64_t, int64_t) const override { return 0.1f; }
-  Evaluation evaluate(bool) override { return {{}, "", 0.0}; }
   float end_epoch(int64_t, const Evaluation&) override { return 0.1f; }
-  std::map<std::string, std::string> metadata() const override { return {{"arch", "test"}}; }
 
  private:
   int rank_, world_, accum_;
-  std::unique_ptr<Sequential> net_;
-  Tensor x_, y_, images_, labels_;
-  SoftmaxCrossEntropy ce_;
   int64_t micro_ = 0;
 };
 

@@ -23,6 +23,7 @@
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
 #include "tests/comm/mpi_test_run.h"
+#include "tests/train/fixed_image_task.h"
 #include "tests/train/run_files.h"
 #include "train/exchange_order_probe.h"
 #include "train/training_loop.h"
@@ -37,68 +38,55 @@ constexpr int64_t kSteps = 5;  // per epoch
 
 // Fixed data; rank r reads its own block of every step. Records whether the forward ran
 // with the per-parameter waits installed (the forward-overlap path).
-class OverlapTask : public TrainingTask {
+class OverlapTask : public FixedImageTask {
  public:
-  OverlapTask(int rank, int world) : rank_(rank), world_(world) {
-    Rng rng(11);
-    net_ = std::make_unique<Sequential>();
-    net_->add("conv1", std::make_unique<Conv2d>(3, 8, 3, 1, 1, true, rng));
-    net_->add("relu1", std::make_unique<ReLU>());
-    net_->add("conv2", std::make_unique<Conv2d>(8, 8, 3, 1, 1, true, rng));
-    net_->add("relu2", std::make_unique<ReLU>());
-    net_->add("flat", std::make_unique<Flatten>());
-    net_->add("fc1", std::make_unique<Linear>(8 * 36, 16, true, rng));
-    net_->add("relu3", std::make_unique<ReLU>());
-    net_->add("fc2", std::make_unique<Linear>(16, 4, true, rng));
-    const int64_t n = kBatch * world_ * kSteps;
-    Rng data(3);
-    x_ = Tensor::empty({n, 3, 6, 6});
-    for (int64_t i = 0; i < x_.numel(); ++i) x_.f32()[i] = data.normal();
-    std::vector<int32_t> labels;
-    for (int64_t i = 0; i < n; ++i) labels.push_back(static_cast<int32_t>((i * 7) % 4));
-    y_ = Tensor::from_vector_i32(labels, {n});
-  }
-  Layer& model() override { return *net_; }
-  Device device() const override { return Device::cpu(); }
-  QualityMetric quality() const override { return QualityMetric::Accuracy; }
-  const char* item_name() const override { return "images"; }
-  const char* step_name() const override { return "batch"; }
-  bool clips_before_exchange() const override { return false; }
+  OverlapTask(int rank, int world)
+      : FixedImageTask(two_conv_net(), kBatch * world * kSteps, 3,
+                       [](int64_t i) { return static_cast<int32_t>((i * 7) % 4); }),
+        rank_(rank),
+        world_(world) {}
   int64_t steps_per_epoch() const override { return kSteps; }
   void start_epoch(int64_t, int64_t first) override { step_ = first; }
   bool load_batch() override {
     if (step_ >= kSteps) return false;
-    const int64_t first = (step_ * world_ + rank_) * kBatch;
-    images_ = x_.slice_flat(first * 3 * 36, Shape{kBatch, 3, 6, 6}).clone();
-    labels_ = y_.slice_flat(first, Shape{kBatch}).clone();
+    load_block((step_ * world_ + rank_) * kBatch, kBatch);
     ++step_;
     return true;
   }
   StepLoss forward_loss() override {
-    for (Param* p : collect_params(*net_)) waits_installed_ = waits_installed_ || p->before_forward;
-    const float loss = ce_.forward(net_->forward(images_), labels_);
-    return {loss, static_cast<double>(labels_.numel()), ce_.correct()};
+    for (Param* p : collect_params(net())) waits_installed_ = waits_installed_ || p->before_forward;
+    return FixedImageTask::forward_loss();
   }
-  Tensor loss_grad() override { return ce_.backward(); }
   float lr(int64_t epoch, int64_t b) const override {
     return 0.05f / static_cast<float>(1 + epoch * kSteps + b);  // a new rate every step
   }
   Evaluation evaluate(bool) override {
     // Reads the parameters: every in-flight update must have landed.
     double sum = 0;
-    for (Param* p : collect_params(*net_))
+    for (Param* p : collect_params(net()))
       for (int64_t i = 0; i < p->value.numel(); ++i) sum += p->value.f32()[i];
     return {{{"param_sum", sum}}, "", 0.0};
   }
   float end_epoch(int64_t, const Evaluation&) override { return 0.05f; }
-  std::map<std::string, std::string> metadata() const override { return {{"arch", "test"}}; }
   bool waits_installed() const { return waits_installed_; }
 
  private:
+  // Two convolutions and two linear layers, so the exchange has several buckets.
+  static std::unique_ptr<Sequential> two_conv_net() {
+    Rng rng(11);
+    auto net = std::make_unique<Sequential>();
+    net->add("conv1", std::make_unique<Conv2d>(3, 8, 3, 1, 1, true, rng));
+    net->add("relu1", std::make_unique<ReLU>());
+    net->add("conv2", std::make_unique<Conv2d>(8, 8, 3, 1, 1, true, rng));
+    net->add("relu2", std::make_unique<ReLU>());
+    net->add("flat", std::make_unique<Flatten>());
+    net->add("fc1", std::make_unique<Linear>(8 * 36, 16, true, rng));
+    net->add("relu3", std::make_unique<ReLU>());
+    net->add("fc2", std::make_unique<Linear>(16, 4, true, rng));
+    return net;
+  }
+
   int rank_, world_;
-  std::unique_ptr<Sequential> net_;
-  Tensor x_, y_, images_, labels_;
-  SoftmaxCrossEntropy ce_;
   int64_t step_ = 0;
   bool waits_installed_ = false;
 };

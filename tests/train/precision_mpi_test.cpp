@@ -13,14 +13,8 @@
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
-#include "layers/batchnorm2d.h"
-#include "layers/conv2d.h"
-#include "layers/flatten.h"
-#include "layers/linear.h"
-#include "layers/relu.h"
-#include "layers/sequential.h"
-#include "layers/softmax_cross_entropy.h"
 #include "tests/comm/mpi_test_run.h"
+#include "tests/train/fixed_image_task.h"
 #include "tests/train/run_files.h"
 #include "train/loss_scaler.h"
 #include "train/training_loop.h"
@@ -104,65 +98,38 @@ constexpr int64_t kSteps = 3;
 
 // Fixed data; each rank reads its own share of a step. With `inflate_step` >= 0 that
 // step's loss gradient is multiplied by 1e4: scaled by 65536 it overflows fp16.
-class FixedDataTask : public TrainingTask {
+class FixedDataTask : public FixedImageTask {
  public:
   FixedDataTask(int rank, int world, int64_t inflate_step, int64_t drop_step,
                 bool batchnorm = false)
-      : rank_(rank), world_(world), inflate_(inflate_step), drop_(drop_step) {
-    Rng rng(5);
-    net_ = std::make_unique<Sequential>();
-    net_->add("conv1", std::make_unique<Conv2d>(3, 6, 3, 1, 1, true, rng));
-    if (batchnorm) net_->add("bn1", std::make_unique<BatchNorm2d>(6));
-    net_->add("relu1", std::make_unique<ReLU>());
-    net_->add("flat", std::make_unique<Flatten>());
-    net_->add("fc", std::make_unique<Linear>(6 * 6 * 6, 4, true, rng));
-    Rng data(9);
-    const int64_t all = kBatch * world * kSteps;
-    x_ = Tensor::empty({all, 3, 6, 6});
-    for (int64_t i = 0; i < x_.numel(); ++i) x_.f32()[i] = data.normal();
-    std::vector<int32_t> labels;
-    for (int64_t i = 0; i < all; ++i) labels.push_back(static_cast<int32_t>(i % 4));
-    y_ = Tensor::from_vector_i32(labels, {all});
-  }
-  Layer& model() override { return *net_; }
-  Device device() const override { return Device::cpu(); }
-  QualityMetric quality() const override { return QualityMetric::Accuracy; }
-  const char* item_name() const override { return "images"; }
-  const char* step_name() const override { return "batch"; }
-  bool clips_before_exchange() const override { return false; }
+      : FixedImageTask(conv_relu_fc_net(batchnorm), kBatch * world * kSteps, 9,
+                       [](int64_t i) { return static_cast<int32_t>(i % 4); }),
+        rank_(rank),
+        world_(world),
+        inflate_(inflate_step),
+        drop_(drop_step) {}
   int64_t steps_per_epoch() const override { return drop_ >= 0 ? kSteps - 1 : kSteps; }
   void start_epoch(int64_t, int64_t first) override { step_ = first; }
   bool load_batch() override {
     if (step_ >= steps_per_epoch()) return false;
     const int64_t data_step = drop_ >= 0 && step_ >= drop_ ? step_ + 1 : step_;
-    const int64_t first = (data_step * world_ + rank_) * kBatch;
-    images_ = x_.slice_flat(first * 3 * 36, Shape{kBatch, 3, 6, 6}).clone();
-    labels_ = y_.slice_flat(first, Shape{kBatch}).clone();
+    load_block((data_step * world_ + rank_) * kBatch, kBatch);
     inflated_ = step_ == inflate_;
     ++step_;
     return true;
   }
-  StepLoss forward_loss() override {
-    const float loss = ce_.forward(net_->forward(images_), labels_);
-    return {loss, static_cast<double>(labels_.numel()), ce_.correct()};
-  }
   Tensor loss_grad() override {
-    Tensor g = ce_.backward();
+    Tensor g = FixedImageTask::loss_grad();
     if (inflated_)
       for (int64_t i = 0; i < g.numel(); ++i) g.f32()[i] *= 1e4f;
     return g;
   }
   float lr(int64_t, int64_t) const override { return 0.1f; }
-  Evaluation evaluate(bool) override { return {{}, "", 0.0}; }
   float end_epoch(int64_t, const Evaluation&) override { return 0.1f; }
-  std::map<std::string, std::string> metadata() const override { return {{"arch", "test"}}; }
 
  private:
   int rank_, world_;
   int64_t inflate_, drop_;
-  std::unique_ptr<Sequential> net_;
-  Tensor x_, y_, images_, labels_;
-  SoftmaxCrossEntropy ce_;
   int64_t step_ = 0;
   bool inflated_ = false;
 };

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/conv_onednn_sliced_wgrad.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace st::cpu {
@@ -104,6 +106,7 @@ struct OneDnnConv::Impl {
   memory bias_mem, diff_bias_mem;
   std::vector<float> dw_tmp, db_tmp;
   std::string fwd_impl;
+  std::unique_ptr<SlicedWeightGrad> sliced_wgrad;  // bf16 weight gradients (its header says why)
 };
 
 OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias,
@@ -165,6 +168,8 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
   m.reuse_wei = bwd_data_pd.weights_desc() == fwd_pd.weights_desc();
   m.reuse_diff_dst = bwd_w_pd.diff_dst_desc() == bwd_data_pd.diff_dst_desc();
   m.dw_tmp.resize(out_channels * g.c * g.kh * g.kw);
+  if (bf16_operands)
+    m.sliced_wgrad = std::make_unique<SlicedWeightGrad>(batch, out_channels, g, bias);
   if (bias) {
     m.bias_mem = memory(bias_md, m.eng, DNNL_MEMORY_NONE);
     m.db_tmp.resize(out_channels);
@@ -237,6 +242,11 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
   m.strm.wait();
   m.diff_src.release();
   m.wei_d.release();
+  if (m.sliced_wgrad && num_threads() > 1) {
+    m.diff_dst_d.release();
+    m.sliced_wgrad->run(x, dy, dw, db, layouts, num_threads());
+    return;
+  }
 
   Staged& src = m.reuse_src ? m.src : m.src_w;
   src.set(x, layouts.x);

@@ -1,6 +1,8 @@
 #include "core/kernels/conv_onednn.h"
 
+#include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -86,6 +88,54 @@ struct Staged {
   }
   void release() { buf = Tensor(); }
 };
+
+// The three primitive descriptors of one convolution for one algorithm.
+struct ConvPds {
+  dnnl::convolution_forward::primitive_desc fwd;
+  dnnl::convolution_backward_data::primitive_desc bwd_data;
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights;
+};
+
+ConvPds make_pds(dnnl::algorithm alg, const dnnl::engine& eng, const memory::desc& src,
+                 const memory::desc& wei, const memory::desc& dst, const memory::desc& diff_src,
+                 const memory::desc& diff_wei, const memory::desc& diff_dst,
+                 const memory::desc* bias, const memory::dims& strides, const memory::dims& pad,
+                 const memory::dims& pad_r) {
+  using dnnl::convolution_backward_data, dnnl::convolution_backward_weights,
+      dnnl::convolution_forward;
+  const auto train = dnnl::prop_kind::forward_training;
+  const convolution_forward::primitive_desc fwd(
+      bias ? convolution_forward::desc(train, alg, src, wei, *bias, dst, strides, pad, pad_r)
+           : convolution_forward::desc(train, alg, src, wei, dst, strides, pad, pad_r),
+      eng);
+  const convolution_backward_data::primitive_desc bwd_data(
+      convolution_backward_data::desc(alg, diff_src, wei, diff_dst, strides, pad, pad_r), eng, fwd);
+  const convolution_backward_weights::primitive_desc bwd_weights(
+      bias ? convolution_backward_weights::desc(alg, src, diff_wei, *bias, diff_dst, strides, pad,
+                                                pad_r)
+           : convolution_backward_weights::desc(alg, src, diff_wei, diff_dst, strides, pad, pad_r),
+      eng, fwd);
+  return {fwd, bwd_data, bwd_weights};
+}
+
+// Winograd F(4x4, 3x3) (Lavin & Gray 2016; oneDNN's jit_wino_4x3) does 2.25x fewer
+// multiplies per output than the direct method but adds input and output transforms, so
+// it pays only on wide maps with enough channels: oneDNN's forward + both backward passes
+// took 0.6x the direct method's time for ResNet-18/50's first stage (64 channels, 56x56),
+// level or slower from 28x28 down, and 1.9-2.6x for CIFAR's 16-64-channel maps
+// (docs/RESULTS.md, "Winograd"). Rounding: its transforms add a few ulp per output beyond
+// the direct method's (ConvAlgorithms.OneDnnMatchesIm2col holds it to 1e-4).
+// SPARSETRAIN_WINOGRAD=off keeps the direct method everywhere (the bits of builds before
+// this choice, and the A/B figures in docs/RESULTS.md).
+bool winograd_pays(int64_t out_channels, const ConvGeometry& g) {
+  static const bool off = [] {
+    const char* v = std::getenv("SPARSETRAIN_WINOGRAD");
+    return v != nullptr && std::string(v) == "off";
+  }();
+  if (off) return false;
+  return g.kh == 3 && g.kw == 3 && g.stride == 1 && g.pad == 1 && g.c >= 64 && g.c % 16 == 0 &&
+         out_channels % 16 == 0 && g.h * g.w >= 56 * 56;
+}
 }  // namespace
 
 struct OneDnnConv::Impl {
@@ -132,25 +182,27 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
   const memory::desc src_user(src_dims, f32, tag::nchw), wei_user(wei_dims, f32, tag::oihw),
       dst_user(dst_dims, f32, tag::nchw);
 
-  auto fwd_desc = bias ? dnnl::convolution_forward::desc(
-                             dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                             src_any, wei_any, bias_md, dst_any, strides, pad, pad_r)
-                       : dnnl::convolution_forward::desc(
-                             dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                             src_any, wei_any, dst_any, strides, pad, pad_r);
-  dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, m.eng);
+  // Winograd F(4x4, 3x3) where it pays (see winograd_pays); direct otherwise, and wherever
+  // oneDNN has no Winograd kernel for this CPU or shape.
+  ConvPds pds;
+  bool made = false;
+  if (!bf16_operands && winograd_pays(out_channels, g)) {
+    try {
+      pds = make_pds(dnnl::algorithm::convolution_winograd, m.eng, src_any, wei_any, dst_any,
+                     diff_src_any, diff_wei_any, diff_dst_any, bias ? &bias_md : nullptr, strides,
+                     pad, pad_r);
+      made = true;
+    } catch (const dnnl::error&) {
+    }
+  }
+  if (!made)
+    pds = make_pds(dnnl::algorithm::convolution_direct, m.eng, src_any, wei_any, dst_any,
+                   diff_src_any, diff_wei_any, diff_dst_any, bias ? &bias_md : nullptr, strides,
+                   pad, pad_r);
+  const auto& fwd_pd = pds.fwd;
+  const auto& bwd_data_pd = pds.bwd_data;
+  const auto& bwd_w_pd = pds.bwd_weights;
   m.fwd_impl = fwd_pd.impl_info_str();
-  dnnl::convolution_backward_data::primitive_desc bwd_data_pd(
-      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, diff_src_any,
-                                            wei_any, diff_dst_any, strides, pad, pad_r),
-      m.eng, fwd_pd);
-  auto bwd_w_desc = bias ? dnnl::convolution_backward_weights::desc(
-                               dnnl::algorithm::convolution_direct, src_any, diff_wei_any, bias_md,
-                               diff_dst_any, strides, pad, pad_r)
-                         : dnnl::convolution_backward_weights::desc(
-                               dnnl::algorithm::convolution_direct, src_any, diff_wei_any,
-                               diff_dst_any, strides, pad, pad_r);
-  dnnl::convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, m.eng, fwd_pd);
 
   m.fwd = dnnl::convolution_forward(fwd_pd);
   m.bwd_data = dnnl::convolution_backward_data(bwd_data_pd);

@@ -1,6 +1,7 @@
 #include "core/parallel.h"
 
 #include <omp.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,6 +18,7 @@ namespace {
 // The process's setting (0: never set). OpenMP's thread count is per thread, so a thread
 // that runs kernels for others (an emulated device's stream executor) adopts it.
 std::atomic<int> g_threads{0};
+std::atomic<bool> g_cores_shared{false};
 }  // namespace
 
 void set_num_threads(int n) {
@@ -31,6 +33,21 @@ void set_openmp_env_defaults(char** argv) {
   ::setenv("OMP_WAIT_POLICY", "passive", 1);
   ::setenv("GOMP_SPINCOUNT", kOmpSpinCount, 0);  // overrides passive's zero spin
   ::execv("/proc/self/exe", argv);               // returns only on failure
+}
+
+void note_node_share(int local_ranks) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  set_cores_shared(static_cast<int64_t>(local_ranks) * num_threads() > cores);
+}
+
+void set_cores_shared(bool shared) {
+  g_cores_shared.store(shared);
+}
+
+bool cores_shared() {
+  return g_cores_shared.load();
 }
 
 void adopt_process_threads() {

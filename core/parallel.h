@@ -8,6 +8,14 @@ namespace st {
 
 void set_num_threads(int n);
 int num_threads();
+// Whether this process's threads share the node's cores with other processes' threads:
+// note_node_share(local ranks) sets it when local ranks x threads exceed the cores this
+// process may run on. Kernels whose threads wait for each other in spin loops take
+// another route then (bf16 convolution weight gradients, core/kernels/
+// conv_onednn_sliced_wgrad.h).
+void note_node_share(int local_ranks);
+void set_cores_shared(bool shared);
+bool cores_shared();
 // How idle OpenMP threads wait, unless the user set OMP_WAIT_POLICY: passive (sleep, so
 // data-loading and communication threads get the cores) after a short spin of
 // kOmpSpinCount iterations (GOMP_SPINCOUNT, about 30 us), which keeps a team awake across

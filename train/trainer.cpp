@@ -83,6 +83,7 @@ Setup build(const TrainConfig& c, bool need_train, const NodePlacement& placemen
   ST_CHECK(c.batch_size > 0, "-b/--batch-size must be positive, got ", c.batch_size);
   ST_CHECK(c.epochs > 0, "--epochs must be positive, got ", c.epochs);
   set_num_threads(c.threads);
+  note_node_share(placement.local_size);
   const ArchInfo& arch = arch_info(c.arch);  // unknown --arch lists the valid ones
   Setup s;
   s.device = parse_device(c.device, placement);

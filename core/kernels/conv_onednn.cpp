@@ -294,7 +294,7 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
   m.strm.wait();
   m.diff_src.release();
   m.wei_d.release();
-  if (m.sliced_wgrad && num_threads() > 1) {
+  if (m.sliced_wgrad && num_threads() > 1 && cores_shared()) {
     m.diff_dst_d.release();
     m.sliced_wgrad->run(x, dy, dw, db, layouts, num_threads());
     return;

@@ -5,7 +5,9 @@
 // When another process or thread holds one of the cores (ranks sharing a node's cores,
 // data-loading threads), the thread that reached a barrier spins through whole time
 // slices: ResNet-20's backward ran 10x slower than fp32's with 2 ranks x 2 threads on 2
-// cores (docs/RESULTS.md, "Mixed precision on the CPU"). Here every thread runs a
+// cores (docs/RESULTS.md, "Mixed precision on the CPU"). So where the process's threads
+// share the node's cores with other ranks (core/parallel.h, cores_shared()), every thread
+// runs a
 // one-thread primitive on its own contiguous slice of the batch into its own gradient
 // buffer, and the slices' sums are added in thread order afterwards: no thread waits for
 // another inside the kernel, and the result does not depend on scheduling.

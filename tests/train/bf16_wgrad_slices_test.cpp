@@ -47,6 +47,7 @@ Grads backward(int64_t batch, bool bias, bool blocked, int threads, bool magnitu
   out.db.assign(32, 0.0f);
   const int saved = num_threads();
   set_num_threads(threads);
+  set_cores_shared(true);  // the route a process sharing its cores takes
   {
     cpu::OneDnnConv conv(batch, 32, g, bias, /*bf16=*/true);
     const cpu::ConvLayouts layouts{blocked, blocked};
@@ -56,6 +57,7 @@ Grads backward(int64_t batch, bool bias, bool blocked, int threads, bool magnitu
                   bias ? out.db.data() : nullptr, dx.f32_in_layout(), layouts);
   }
   set_num_threads(saved);
+  set_cores_shared(false);
   out.dx = to_plain(dx).to_vector();
   return out;
 }

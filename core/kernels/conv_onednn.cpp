@@ -119,22 +119,23 @@ ConvPds make_pds(dnnl::algorithm alg, const dnnl::engine& eng, const memory::des
 }
 
 // Winograd F(4x4, 3x3) (Lavin & Gray 2016; oneDNN's jit_wino_4x3) does 2.25x fewer
-// multiplies per output than the direct method but adds input and output transforms, so
-// it pays only on wide maps with enough channels: oneDNN's forward + both backward passes
-// took 0.6x the direct method's time for ResNet-18/50's first stage (64 channels, 56x56),
-// level or slower from 28x28 down, and 1.9-2.6x for CIFAR's 16-64-channel maps
-// (docs/RESULTS.md, "Winograd"). Rounding: its transforms add a few ulp per output beyond
-// the direct method's (ConvAlgorithms.OneDnnMatchesIm2col holds it to 1e-4).
-// SPARSETRAIN_WINOGRAD=off keeps the direct method everywhere (the bits of builds before
-// this choice, and the A/B figures in docs/RESULTS.md).
+// multiplies per output than the direct method but adds input and output transforms:
+// oneDNN's forward + both backward passes took 0.40-0.64x the direct method's time for
+// 3x3 stride-1 maps with 32-512 channels (56x56 down to 7x7) and 1.17x with 16 channels
+// (docs/RESULTS.md, "Winograd"). Like oneDNN's bf16 weight-gradient kernel it waits for
+// its threads in spin loops, which collapse when the cores are shared, so a process
+// sharing its cores (core/parallel.h) keeps the direct method. Rounding: its transforms add
+// a few ulp per output beyond the direct method's (ConvAlgorithms.OneDnnMatchesIm2col
+// holds it to 1e-4). SPARSETRAIN_WINOGRAD=off keeps the direct method everywhere (the bits
+// of builds before this choice, and the A/B figures in docs/RESULTS.md).
 bool winograd_pays(int64_t out_channels, const ConvGeometry& g) {
   static const bool off = [] {
     const char* v = std::getenv("SPARSETRAIN_WINOGRAD");
     return v != nullptr && std::string(v) == "off";
   }();
   if (off) return false;
-  return g.kh == 3 && g.kw == 3 && g.stride == 1 && g.pad == 1 && g.c >= 64 && g.c % 16 == 0 &&
-         out_channels % 16 == 0 && g.h * g.w >= 56 * 56;
+  return g.kh == 3 && g.kw == 3 && g.stride == 1 && g.pad == 1 && g.c >= 32 && g.c % 16 == 0 &&
+         out_channels % 16 == 0 && !cores_shared();
 }
 }  // namespace
 

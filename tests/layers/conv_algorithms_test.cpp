@@ -7,7 +7,9 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 
+#include "core/parallel.h"
 #include "layers/conv2d.h"
 #include "tests/gradcheck.h"
 
@@ -60,28 +62,40 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::make_tuple(3, 16, 3, 1, 1, 32), std::make_tuple(16, 32, 3, 2, 1, 16),
                       std::make_tuple(32, 32, 3, 1, 1, 8), std::make_tuple(64, 128, 1, 2, 0, 8),
                       std::make_tuple(16, 64, 1, 1, 0, 8), std::make_tuple(3, 8, 7, 2, 3, 17),
-                      // ResNet-18/50's first stage: oneDNN runs Winograd F(4x4, 3x3) here
-                      std::make_tuple(64, 64, 3, 1, 1, 56)));
+                      // Winograd F(4x4, 3x3) in oneDNN: 32 channels at 16x16 (ResNet-20),
+                      // 64 at 56x56 (ResNet-18/50's first stage)
+                      std::make_tuple(32, 32, 3, 1, 1, 16), std::make_tuple(64, 64, 3, 1, 1, 56)));
 
-// Winograd is chosen for the first-stage shape of the ImageNet ResNets (64 channels,
-// 56x56, stride 1) where the CPU has oneDNN's kernel for it (AVX-512), and not for the
-// small maps of the CIFAR ResNets, where it is slower (core/kernels/conv_onednn.cpp);
-// SPARSETRAIN_WINOGRAD=off turns it off.
-TEST(ConvAlgorithmChoice, WinogradOnlyOnWideMaps) {
-  if (!cpu::onednn_built()) GTEST_SKIP() << "built without oneDNN (libdnnl-dev absent)";
+// Winograd is chosen for 3x3 stride-1 maps with 32 or more channels where the CPU has
+// oneDNN's kernel for it (AVX-512), not for 16 channels (slower there), not where the
+// process shares its cores, and not under SPARSETRAIN_WINOGRAD=off
+// (core/kernels/conv_onednn.cpp).
+std::string impl_of(int channels, int side) {
   Rng rng(1);
-  Conv2d wide(64, 64, 3, 1, 1, true, rng), narrow(64, 64, 3, 1, 1, true, rng);
-  wide.forward(Tensor::zeros({1, 64, 56, 56}));
-  narrow.forward(Tensor::zeros({1, 64, 28, 28}));
-  EXPECT_EQ(narrow.onednn_impl().find("wino"), std::string::npos) << narrow.onednn_impl();
+  Conv2d conv(channels, channels, 3, 1, 1, true, rng);
+  conv.forward(Tensor::zeros({1, channels, side, side}));
+  return conv.onednn_impl();
+}
+
+TEST(ConvAlgorithmChoice, WinogradWhereItPays) {
+  if (!cpu::onednn_built()) GTEST_SKIP() << "built without oneDNN (libdnnl-dev absent)";
+  const auto npos = std::string::npos;
+  EXPECT_EQ(impl_of(16, 32).find("wino"), npos) << impl_of(16, 32);
+  set_cores_shared(true);
+  EXPECT_EQ(impl_of(64, 28).find("wino"), npos) << impl_of(64, 28);
+  set_cores_shared(false);
   std::ifstream cpuinfo("/proc/cpuinfo");
   const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), {});
   const char* setting = std::getenv("SPARSETRAIN_WINOGRAD");
   const bool off = setting != nullptr && std::string(setting) == "off";
-  if (off) {
-    EXPECT_EQ(wide.onednn_impl().find("wino"), std::string::npos) << wide.onednn_impl();
-  } else if (flags.find("avx512f") != std::string::npos) {
-    EXPECT_NE(wide.onednn_impl().find("wino"), std::string::npos) << wide.onednn_impl();
+  for (const auto& [c, side] : {std::pair{32, 16}, std::pair{64, 56}, std::pair{512, 7}}) {
+    const std::string impl = impl_of(c, side);
+    if (off) {
+      EXPECT_EQ(impl.find("wino"), npos) << impl;
+    } else if (flags.find("avx512f") != npos) {
+      EXPECT_NE(impl.find("wino"), npos)
+          << c << " channels, " << side << "x" << side << ": " << impl;
+    }
   }
 }
 

@@ -120,9 +120,9 @@ ConvPds make_pds(dnnl::algorithm alg, const dnnl::engine& eng, const memory::des
 
 // Winograd F(4x4, 3x3) (Lavin & Gray 2016; oneDNN's jit_wino_4x3) does 2.25x fewer
 // multiplies per output than the direct method but adds input and output transforms:
-// oneDNN's forward + both backward passes took 0.40-0.64x the direct method's time for
+// oneDNN's forward + both backward passes took 0.39-0.75x the direct method's time for
 // 3x3 stride-1 maps with 32-512 channels (56x56 down to 7x7) and 1.17x with 16 channels
-// (docs/RESULTS.md, "Winograd"). Like oneDNN's bf16 weight-gradient kernel it waits for
+// (bench/winograd_bench; docs/RESULTS.md, "Winograd"). Like oneDNN's bf16 weight-gradient kernel it waits for
 // its threads in spin loops, which collapse when the cores are shared, so a process
 // sharing its cores (core/parallel.h) keeps the direct method. Rounding: its transforms add
 // a few ulp per output beyond the direct method's (ConvAlgorithms.OneDnnMatchesIm2col

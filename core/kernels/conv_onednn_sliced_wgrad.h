@@ -2,15 +2,14 @@
 //
 // Why not oneDNN's own threading: its bf16 backward-weights kernel (avx512_core_bf16, the
 // oneDNN 2.6 that Debian ships) reduces the threads' partial sums behind spin barriers.
-// When another process or thread holds one of the cores (ranks sharing a node's cores,
-// data-loading threads), the thread that reached a barrier spins through whole time
-// slices: ResNet-20's backward ran 10x slower than fp32's with 2 ranks x 2 threads on 2
-// cores (docs/RESULTS.md, "Mixed precision on the CPU"). So where the process's threads
-// share the node's cores with other ranks (core/parallel.h, cores_shared()), every thread
-// runs a
-// one-thread primitive on its own contiguous slice of the batch into its own gradient
-// buffer, and the slices' sums are added in thread order afterwards: no thread waits for
-// another inside the kernel, and the result does not depend on scheduling.
+// When another process or thread holds one of the cores (ranks sharing a node's cores),
+// the thread that reached a barrier spins through whole time slices: ResNet-20's bf16
+// backward took about 7x fp32's with 2 ranks x 2 threads on 2 cores (docs/RESULTS.md,
+// "bf16 where cores are shared"). So where the process's threads share the node's cores
+// with other ranks (core/parallel.h, cores_shared()), every thread runs a one-thread
+// primitive on its own contiguous slice of the batch into its own gradient buffer, and the
+// slices' sums are added in thread order afterwards: no thread waits for another inside
+// the kernel, and the result does not depend on scheduling.
 #pragma once
 
 #include <cstdint>

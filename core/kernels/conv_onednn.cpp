@@ -122,12 +122,13 @@ ConvPds make_pds(dnnl::algorithm alg, const dnnl::engine& eng, const memory::des
 // multiplies per output than the direct method but adds input and output transforms:
 // oneDNN's forward + both backward passes took 0.39-0.75x the direct method's time for
 // 3x3 stride-1 maps with 32-512 channels (56x56 down to 7x7) and 1.17x with 16 channels
-// (bench/winograd_bench; docs/RESULTS.md, "Winograd"). Like oneDNN's bf16 weight-gradient kernel it waits for
-// its threads in spin loops, which collapse when the cores are shared, so a process
-// sharing its cores (core/parallel.h) keeps the direct method. Rounding: its transforms add
-// a few ulp per output beyond the direct method's (ConvAlgorithms.OneDnnMatchesIm2col
-// holds it to 1e-4). SPARSETRAIN_WINOGRAD=off keeps the direct method everywhere (the bits
-// of builds before this choice, and the A/B figures in docs/RESULTS.md).
+// (bench/winograd_bench; docs/RESULTS.md, "Winograd"). Like oneDNN's bf16 weight-gradient
+// kernel it waits for its threads in spin loops, which collapse when the cores are
+// shared, so a process sharing its cores (core/parallel.h) keeps the direct method.
+// Rounding: its transforms add a few ulp per output beyond the direct method's
+// (ConvAlgorithms.OneDnnMatchesIm2col holds it to 1e-4). SPARSETRAIN_WINOGRAD=off keeps
+// the direct method everywhere (the bits of builds before this choice, and the A/B
+// figures in docs/RESULTS.md).
 bool winograd_pays(int64_t out_channels, const ConvGeometry& g) {
   static const bool off = [] {
     const char* v = std::getenv("SPARSETRAIN_WINOGRAD");

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "layers/conv2d.h"
-#include "layers/flatten.h"
 #include "layers/flat_params.h"
+#include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/sequential.h"
 #include "tests/gradcheck.h"

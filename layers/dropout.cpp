@@ -21,7 +21,7 @@ void apply_mask(const float* in, float* out, int64_t n, uint64_t seed, uint64_t 
     const int64_t first = 4 * b;
     const int64_t count = n - first < 4 ? n - first : 4;
     for (int64_t j = 0; j < count; ++j)
-      out[first + j] = uint_to_unit(r.v[j]) >= p ? in[first + j] * scale : 0.0f;
+      out[first + j] = math::dropout_keeps_word(r.v[j], p) ? in[first + j] * scale : 0.0f;
   }
 }
 

@@ -20,8 +20,13 @@ ST_HD float relu_backward(float x_or_y, float dy) {
 
 // Inverted dropout: keep with probability 1-p and scale by 1/(1-p). The keep decision
 // is a pure function of (seed, stream, i), so CPU and GPU drop the same elements.
+// The decision from element i's random word (word i & 3 of Philox block i >> 2), for
+// loops that draw a block once per four elements.
+ST_HD bool dropout_keeps_word(uint32_t word, float p) {
+  return uint_to_unit(word) >= p;
+}
 ST_HD bool dropout_keep(uint64_t seed, uint64_t stream, uint64_t i, float p) {
-  return philox_uniform(seed, stream, i) >= p;
+  return dropout_keeps_word(philox_block(seed, stream, i >> 2).v[i & 3], p);
 }
 
 // BatchNorm forward on one element, given the channel's mean and 1/sqrt(var+eps).

@@ -61,7 +61,12 @@ struct OneDnnConv::Impl {
   bool reuse_wei = false, reuse_src = false;  // backward layouts equal forward's
   bool reuse_diff_dst = false;                // both backward passes want one layout
   memory bias_mem, diff_bias_mem;
-  std::vector<float> dw_tmp, db_tmp;
+  int64_t weight_elems = 0;
+  // dw += the weight gradient reordered from the primitive's layout, in one pass (the
+  // layer contract accumulates); only when that layout is not dw's.
+  dnnl::reorder diff_wei_add;
+  bool add_by_reorder = false;
+  std::vector<float> db_tmp;
   std::string fwd_impl;
   std::unique_ptr<SlicedWeightGrad> sliced_wgrad;  // bf16 weight gradients (its header says why)
 };
@@ -120,7 +125,16 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
   m.reuse_src = bwd_w_pd.src_desc() == fwd_pd.src_desc();
   m.reuse_wei = bwd_data_pd.weights_desc() == fwd_pd.weights_desc();
   m.reuse_diff_dst = bwd_w_pd.diff_dst_desc() == bwd_data_pd.diff_dst_desc();
-  m.dw_tmp.resize(out_channels * g.c * g.kh * g.kw);
+  m.weight_elems = out_channels * g.c * g.kh * g.kw;
+  if (m.diff_wei.users[0].needs_reorder) {
+    dnnl::post_ops add;
+    add.append_sum(1.f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(add);
+    m.diff_wei_add = dnnl::reorder(
+        dnnl::reorder::primitive_desc(m.eng, bwd_w_pd.diff_weights_desc(), m.eng, wei_user, attr));
+    m.add_by_reorder = true;
+  }
   if (bf16_operands)
     m.sliced_wgrad = std::make_unique<SlicedWeightGrad>(batch, out_channels, g, bias);
   if (bias) {
@@ -165,9 +179,11 @@ void OneDnnConv::forward(const float* x, const float* w, const float* b, float* 
   m.fwd.execute(m.strm, args);
   m.dst.out(m.strm);
   m.strm.wait();
-  // Blocked activations are not kept until backward (which reorders again): holding
-  // them would cost one extra activation copy per convolution layer.
+  // Reordered operands are not kept until backward (which reorders again): holding them
+  // would cost one extra activation copy per convolution layer, and the blocked weights
+  // of every layer at once at the start of backward, where memory peaks.
   m.src.release();
+  m.wei.release();
   m.dst.release();
 }
 
@@ -194,6 +210,7 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
   m.diff_src.out(m.strm);
   m.strm.wait();
   m.diff_src.release();
+  m.wei.release();
   m.wei_d.release();
   if (m.sliced_wgrad && num_threads() > 1 && cores_shared()) {
     m.diff_dst_d.release();
@@ -210,21 +227,30 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
     m.diff_dst_w.in(m.strm);
     diff_dst = m.diff_dst_w.internal;
   }
-  m.diff_wei.set(m.dw_tmp.data());
+  // Where the primitive writes dw's layout, the gradient goes to a block of the caching
+  // allocator for the call's duration (shared by all layers) and is added below.
+  Tensor dw_tmp;
+  if (!m.add_by_reorder) dw_tmp = Tensor::empty({m.weight_elems});
+  m.diff_wei.set(m.add_by_reorder ? static_cast<void*>(dw) : dw_tmp.raw());
   m.diff_wei.acquire();
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.internal},
                                        {DNNL_ARG_DIFF_DST, diff_dst},
                                        {DNNL_ARG_DIFF_WEIGHTS, m.diff_wei.internal}};
   if (m.has_bias) args[DNNL_ARG_DIFF_BIAS] = m.diff_bias_mem;
   m.bwd_weights.execute(m.strm, args);
-  m.diff_wei.out(m.strm);
+  if (m.add_by_reorder)
+    m.diff_wei_add.execute(
+        m.strm, {{DNNL_ARG_FROM, m.diff_wei.internal}, {DNNL_ARG_TO, m.diff_wei.users[0].mem}});
   m.strm.wait();
   src.release();
   m.diff_dst_d.release();
   m.diff_dst_w.release();
   m.diff_wei.release();
   // The layer contract accumulates parameter gradients.
-  for (size_t i = 0; i < m.dw_tmp.size(); ++i) dw[i] += m.dw_tmp[i];
+  if (!m.add_by_reorder) {
+    const float* fresh = dw_tmp.f32();
+    for (int64_t i = 0; i < m.weight_elems; ++i) dw[i] += fresh[i];
+  }
   for (size_t i = 0; i < m.db_tmp.size(); ++i) db[i] += m.db_tmp[i];
 }
 

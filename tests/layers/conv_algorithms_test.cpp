@@ -27,6 +27,10 @@ Result run(CpuConvAlgo algo, int cin, int cout, int k, int s, int p, const Shape
   Rng data(7);
   Tensor x = random_tensor(in, data);
   Tensor y = conv.forward(x);
+  // Two backward passes with different output gradients: parameter gradients accumulate
+  // (the layer contract), so a kernel that overwrote them would differ from the reference.
+  conv.backward(random_tensor(y.shape(), data));
+  conv.forward(x);
   Tensor dy = random_tensor(y.shape(), data);
   Tensor dx = conv.backward(dy);
   return {y.to_vector(), dx.to_vector(), conv.weight().grad.to_vector(),

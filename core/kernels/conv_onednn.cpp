@@ -65,7 +65,6 @@ struct OneDnnConv::Impl {
   // dw += the weight gradient reordered from the primitive's layout, in one pass (the
   // layer contract accumulates); only when that layout is not dw's.
   dnnl::reorder diff_wei_add;
-  bool add_by_reorder = false;
   std::vector<float> db_tmp;
   std::string fwd_impl;
   std::unique_ptr<SlicedWeightGrad> sliced_wgrad;  // bf16 weight gradients (its header says why)
@@ -133,7 +132,6 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
     attr.set_post_ops(add);
     m.diff_wei_add = dnnl::reorder(
         dnnl::reorder::primitive_desc(m.eng, bwd_w_pd.diff_weights_desc(), m.eng, wei_user, attr));
-    m.add_by_reorder = true;
   }
   if (bf16_operands)
     m.sliced_wgrad = std::make_unique<SlicedWeightGrad>(batch, out_channels, g, bias);
@@ -229,16 +227,17 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
   }
   // Where the primitive writes dw's layout, the gradient goes to a block of the caching
   // allocator for the call's duration (shared by all layers) and is added below.
+  const bool add_by_reorder = m.diff_wei.users[0].needs_reorder;
   Tensor dw_tmp;
-  if (!m.add_by_reorder) dw_tmp = Tensor::empty({m.weight_elems});
-  m.diff_wei.set(m.add_by_reorder ? static_cast<void*>(dw) : dw_tmp.raw());
+  if (!add_by_reorder) dw_tmp = Tensor::empty({m.weight_elems});
+  m.diff_wei.set(add_by_reorder ? static_cast<void*>(dw) : dw_tmp.raw());
   m.diff_wei.acquire();
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src.internal},
                                        {DNNL_ARG_DIFF_DST, diff_dst},
                                        {DNNL_ARG_DIFF_WEIGHTS, m.diff_wei.internal}};
   if (m.has_bias) args[DNNL_ARG_DIFF_BIAS] = m.diff_bias_mem;
   m.bwd_weights.execute(m.strm, args);
-  if (m.add_by_reorder)
+  if (add_by_reorder)
     m.diff_wei_add.execute(
         m.strm, {{DNNL_ARG_FROM, m.diff_wei.internal}, {DNNL_ARG_TO, m.diff_wei.users[0].mem}});
   m.strm.wait();
@@ -247,7 +246,7 @@ void OneDnnConv::backward(const float* x, const float* w, const float* dy, float
   m.diff_dst_w.release();
   m.diff_wei.release();
   // The layer contract accumulates parameter gradients.
-  if (!m.add_by_reorder) {
+  if (!add_by_reorder) {
     const float* fresh = dw_tmp.f32();
     for (int64_t i = 0; i < m.weight_elems; ++i) dw[i] += fresh[i];
   }

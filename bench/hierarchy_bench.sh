@@ -7,13 +7,16 @@
 # hosts sent each other over the run; bytes_per_step the same per step with the start-up
 # taken out (a run of 2 steps subtracted, once per configuration: the model broadcast, the
 # plan's probe); loss the training loss of the last step.
-#   bench/hierarchy_bench.sh BUILD OUT bytes   ResNet-20 on Fashion-MNIST at 100 Mbit/s: topk
-#                                             and micro (seeds 1-3), dense and exdyna (seed 1),
-#                                             flat vs two-level, 50 steps
+#   bench/hierarchy_bench.sh BUILD OUT bytes   ResNet-20 on Fashion-MNIST (BYTES_MODEL=lstm: the
+#                                             LSTM) at 100 Mbit/s: topk and micro (seeds 1-3),
+#                                             dense and exdyna (seed 1), flat vs two-level,
+#                                             50 steps
 #   bench/hierarchy_bench.sh BUILD OUT time    the LSTM (TIME_MODEL=resnet20: ResNet-20) at
 #                                             100 Mbit/s: topk and micro, flat and two-level
 #                                             alternating, three rounds (TIME_ROUNDS=N: N)
 #                                             of 30 steps
+#   RESNET_BATCH=N ...                        ResNet-20's batch per rank (default 32) in any of
+#                                             these
 #   PLAN_MODEL=resnet20 PLAN_LINK=none bench/hierarchy_bench.sh BUILD OUT plan-repeat
 #                                             one model and link: dense, micro and the plan
 #                                             alternating, three rounds of 40 steps
@@ -32,7 +35,7 @@ results=$out/results.jsonl
 
 model_args() {  # model
   case $1 in
-    resnet20) echo "--arch resnet20 --dataset fashion-mnist -b 32 --lr 0.05" ;;
+    resnet20) echo "--arch resnet20 --dataset fashion-mnist -b ${RESNET_BATCH:-32} --lr 0.05" ;;
     lstm) echo "--arch lstm --dataset fortunes --layers 2 --hidden 200 --emsize 200 --bptt 35 -b 20" ;;
   esac
 }
@@ -94,7 +97,9 @@ case $what in
     for seed in 1 2 3; do
       for method in topk micro dense exdyna; do
         [[ $seed != 1 && ($method == dense || $method == exdyna) ]] && continue
-        for mode in flat two-level; do measure resnet20 100mbit $method $mode $seed 50 start; done
+        for mode in flat two-level; do
+          measure "${BYTES_MODEL:-resnet20}" 100mbit $method $mode $seed 50 start
+        done
       done
     done ;;
   time)

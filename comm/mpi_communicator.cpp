@@ -21,6 +21,8 @@ MPI_Datatype mpi_type(DType t) {
       return MPI_INT32_T;
     case DType::I64:
       return MPI_INT64_T;
+    case DType::BF16:  // moved as bits; reductions refuse it (no MPI bfloat16 type)
+      return MPI_UINT16_T;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -184,6 +186,7 @@ void MpiCommunicator::reduce_scatter(const Tensor& in, Tensor& out,
 
 void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {
   require_cpu(t, "allreduce");
+  ST_CHECK(t.dtype() != DType::BF16, "allreduce: no MPI sum of bfloat16 tensors (", t.str(), ")");
   if (t.numel() == 0) return;
   const int n = as_count(t.numel(), "allreduce");
   // Open MPI's non-blocking allreduce falls back to a binomial tree (everything through

@@ -36,6 +36,8 @@ ncclDataType_t nccl_type(DType t) {
       return ncclInt32;
     case DType::I64:
       return ncclInt64;
+    case DType::BF16:
+      return ncclBfloat16;
   }
   return ncclFloat32;
 }

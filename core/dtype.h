@@ -1,4 +1,6 @@
-// Element types: float32 for math, int32/int64 for indices and labels.
+// Element types: float32 for math, int32/int64 for indices and labels, bfloat16 for the
+// activations of `--precision bf16` (stored as the upper 16 bits of a float32; converted
+// in core/kernels/half.h).
 #pragma once
 
 #include <cstddef>
@@ -7,10 +9,10 @@
 
 namespace st {
 
-enum class DType { F32, I32, I64 };
+enum class DType { F32, I32, I64, BF16 };
 
 inline size_t dtype_size(DType t) {
-  return t == DType::I64 ? 8 : 4;
+  return t == DType::I64 ? 8 : t == DType::BF16 ? 2 : 4;
 }
 inline const char* dtype_name(DType t) {
   switch (t) {
@@ -20,6 +22,8 @@ inline const char* dtype_name(DType t) {
       return "int32";
     case DType::I64:
       return "int64";
+    case DType::BF16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -37,6 +41,11 @@ constexpr DType dtype_of<int32_t>() {
 template <>
 constexpr DType dtype_of<int64_t>() {
   return DType::I64;
+}
+// bfloat16 elements are read and written as their bits.
+template <>
+constexpr DType dtype_of<uint16_t>() {
+  return DType::BF16;
 }
 
 }  // namespace st

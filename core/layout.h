@@ -10,8 +10,8 @@
 
 namespace st {
 
-// Can `t` be held blocked: a float [N, C, H, W] with C a multiple of 16, on the host or
-// an emulated device.
+// Can `t` be held blocked: a float32 or bfloat16 [N, C, H, W] with C a multiple of 16, on
+// the host or an emulated device.
 bool blockable16(const Tensor& t);
 
 // Where the hw values of channel c of image n lie in a [N, channels, hw] tensor held in

@@ -1,6 +1,8 @@
 #include "core/ops.h"
 
 #include "core/emu/launch.h"
+#include "core/kernels/half.h"
+#include "core/kernels/half_math.h"
 #include "core/layout.h"
 
 namespace st {
@@ -41,7 +43,17 @@ void add_inplace(Tensor& dst, const Tensor& src) {
     });
     return;
   }
+  if (src.dtype() != dst.dtype()) return add_inplace(dst, cpu::to_dtype(src, dst.dtype()));
   const int64_t n = dst.numel();
+  if (dst.dtype() == DType::BF16) {  // the sum rounded once, as a bfloat16 tensor holds it
+    uint16_t* d = dst.bf16_in_layout();
+    const uint16_t* s = src.bf16_in_layout();
+#pragma omp parallel for simd if (n > 32768) schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      d[i] =
+          half_math::float_to_bf16(half_math::bf16_to_float(d[i]) + half_math::bf16_to_float(s[i]));
+    return;
+  }
   float* d = dst.f32_in_layout();
   const float* s = src.f32_in_layout();
   if (dst.device().is_cuda()) {

@@ -11,7 +11,8 @@ namespace st {
 // dst = src (same shape, dtype and device). On CUDA the copy is queued on the current
 // stream and the host does not wait (Tensor::copy_from, which may cross devices, does).
 void copy_async(Tensor& dst, const Tensor& src);
-// dst += src (same shape and device).
+// dst += src (same shape and device; src is converted to dst's layout and dtype, float32
+// or bfloat16 on the host).
 void add_inplace(Tensor& dst, const Tensor& src);
 // dst = a + b.
 Tensor add(const Tensor& a, const Tensor& b);

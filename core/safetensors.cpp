@@ -34,6 +34,8 @@ const char* st_dtype(DType t) {
       return "I32";
     case DType::I64:
       return "I64";
+    case DType::BF16:
+      return "BF16";
   }
   return "?";
 }

@@ -73,7 +73,8 @@ Tensor Tensor::slice_flat(int64_t offset, const Shape& shape) const {
 }
 
 Tensor Tensor::with_layout(Layout layout) const {
-  ST_CHECK(layout == Layout::Plain || (rank() == 4 && dim(1) % 16 == 0 && dtype_ == DType::F32),
+  ST_CHECK(layout == Layout::Plain ||
+               (rank() == 4 && dim(1) % 16 == 0 && (dtype_ == DType::F32 || dtype_ == DType::BF16)),
            "with_layout: ", str(), " cannot be blocked in 16 channels");
   Tensor t = *this;
   t.layout_ = layout;

@@ -73,6 +73,16 @@ class Tensor {
     check_dtype(DType::F32);
     return static_cast<const float*>(raw());
   }
+  // The bfloat16 elements' bits in whatever layout the tensor has (core/kernels/half_math.h
+  // converts them).
+  uint16_t* bf16_in_layout() {
+    check_dtype(DType::BF16);
+    return static_cast<uint16_t*>(raw());
+  }
+  const uint16_t* bf16_in_layout() const {
+    check_dtype(DType::BF16);
+    return static_cast<const uint16_t*>(raw());
+  }
   // The same storage and shape labelled with another layout (the bytes do not move).
   Tensor with_layout(Layout layout) const;
   // The first byte. Emulated device memory is reachable only from its device's stream

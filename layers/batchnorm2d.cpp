@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/kernels/half.h"
 #include "core/kernels/math.h"
 #include "core/layout.h"
 
@@ -92,7 +93,10 @@ void BatchNorm2d::synced_statistics(const Tensor& x, float* mean, float* var, fl
 Tensor BatchNorm2d::forward_cpu(const Tensor& x_in) {
   check_input(x_in);
   const bool synced = training_ && sync_;
-  const Tensor x = synced ? to_plain(x_in) : x_in;  // synchronised statistics read NCHW
+  // Synchronised statistics read NCHW; bfloat16 is read only in the blocked layout.
+  const Tensor x = synced            ? to_plain(cpu::to_dtype(x_in, DType::F32))
+                   : x_in.is_plain() ? cpu::to_dtype(x_in, DType::F32)
+                                     : x_in;
   x_ = x;
   const int64_t n = x.dim(0), hw = x.dim(2) * x.dim(3);
   const int64_t m = n * hw;
@@ -200,7 +204,7 @@ void BatchNorm2d::channel_dx(const float* in, const float* g, float* out, int64_
 
 Tensor BatchNorm2d::backward_cpu(const Tensor& dy_in) {
   expect_shape("gradient", x_.shape(), dy_in.shape());
-  const Tensor dy = to_layout(dy_in, x_.layout());
+  const Tensor dy = cpu::to_dtype(to_layout(dy_in, x_.layout()), x_.dtype());
   if (!x_.is_plain()) return backward_blocked(dy);
   const int64_t n = x_.dim(0), hw = x_.dim(2) * x_.dim(3);
   // With synchronised statistics, dx needs every rank's sums and count; the parameter

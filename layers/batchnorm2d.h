@@ -22,18 +22,25 @@ class BatchNorm2d : public Layer {
   // the per-channel gradient statistics the same way. Empty = per-rank statistics.
   using StatSync = std::function<void(Tensor&)>;
   void set_stat_sync(StatSync sync) { sync_ = std::move(sync); }
-  // Reads and writes the 16-channel blocked layout too (core/layout.h); with synchronised
-  // statistics it works on plain tensors.
+  // Reads and writes the 16-channel blocked layout too (core/layout.h), in float32 or
+  // bfloat16 (statistics and sums in float32 and double either way); with synchronised
+  // statistics it works on plain float32 tensors.
   bool takes_blocked() const override { return c_ % 16 == 0; }
+  bool takes_bf16() const override { return c_ % 16 == 0; }
 
  protected:
   ST_LAYER_CPU_AND_CUDA
 
  private:
   void check_input(const Tensor& x) const;
-  // The blocked layout's forward and backward (layers/batchnorm2d_blocked.cpp).
+  // The blocked layout's forward and backward (layers/batchnorm2d_blocked.cpp), over
+  // float or bfloat16 elements T (x, y, dy and dx share one type).
   Tensor forward_blocked(const Tensor& x);
   Tensor backward_blocked(const Tensor& dy);
+  template <class T>
+  void forward_blocked_of(const T* in, T* out, int64_t n, int64_t hw);
+  template <class T>
+  void backward_blocked_of(const T* in, const T* g, T* out, int64_t n, int64_t hw);
   void synced_statistics(const Tensor& x, float* mean, float* var, float* unbiased);
   // dx of channel c from its gradient sums (this rank's, or all ranks' when synced).
   void channel_dx(const float* in, const float* g, float* out, int64_t n, int64_t hw, int64_t c,

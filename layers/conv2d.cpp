@@ -96,15 +96,21 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
     y = forward_im2col(x_);
   } else {
     const int64_t n = x.dim(0);
-    if (!onednn_ || !onednn_->matches(n, g_))
+    // Under bf16, activations between the layers of a ResNet stay bfloat16, as PyTorch's
+    // autocast keeps them (its convolutions return bf16 tensors): half the bytes for the
+    // layers between convolutions to read and write, and no rounding reorder before each
+    // convolution.
+    const cpu::ConvDTypes io{x.dtype() == DType::BF16,
+                             precision_ == Precision::BF16 && blocked_output_};
+    if (!onednn_ || !onednn_->matches(n, g_, io))
       onednn_ = std::make_unique<cpu::OneDnnConv>(n, cout_, g_, bias_ != nullptr,
-                                                  precision_ == Precision::BF16);
+                                                  precision_ == Precision::BF16, io);
     const cpu::ConvLayouts layouts{
         !x_.is_plain(), blocked_output_ && takes_blocked() && onednn_->writes_blocked_in_place()};
-    y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow})
+    y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow}, io.y_bf16 ? DType::BF16 : DType::F32)
             .with_layout(layouts.y ? Layout::Blocked16 : Layout::Plain);
-    onednn_->forward(x_.f32_in_layout(), w_.f32(), bias_ ? bias_->value.f32() : nullptr,
-                     y.f32_in_layout(), layouts);
+    onednn_->forward(x_.raw(), w_.f32(), bias_ ? bias_->value.f32() : nullptr, y.raw(), layouts);
+    y_dtype_ = y.dtype();
   }
   if (precision_ == Precision::F16) cpu::round_to(Precision::F16, y.f32(), y.f32(), y.numel());
   return y;
@@ -112,13 +118,14 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
 
 Tensor Conv2d::backward_cpu(const Tensor& dy_in) {
   expect_shape("gradient", Shape{x_.dim(0), cout_, g_.oh, g_.ow}, dy_in.shape());
-  const Tensor dy = cpu::rounded(dy_in, emulated());
+  // oneDNN reads dy in y's type; the reference rounds it to the emulated format.
+  const Tensor dy = onednn_ ? cpu::to_dtype(dy_in, y_dtype_) : cpu::rounded(dy_in, emulated());
   Tensor dx;
   if (onednn_) {
-    // dx in the layout x came in, which the layer before takes back.
-    dx = Tensor::empty(x_.shape()).with_layout(x_.layout());
-    onednn_->backward(x_.f32_in_layout(), w_.f32(), dy.f32_in_layout(), weight_->grad.f32(),
-                      bias_ ? bias_->grad.f32() : nullptr, dx.f32_in_layout(),
+    // dx in the layout and type x came in, which the layer before takes back.
+    dx = Tensor::empty(x_.shape(), x_.dtype()).with_layout(x_.layout());
+    onednn_->backward(x_.raw(), w_.f32(), dy.raw(), weight_->grad.f32(),
+                      bias_ ? bias_->grad.f32() : nullptr, dx.raw(),
                       {!x_.is_plain(), !dy.is_plain()});
   } else {
     dx = backward_im2col(dy);
@@ -126,8 +133,8 @@ Tensor Conv2d::backward_cpu(const Tensor& dy_in) {
   if (precision_ == Precision::F16) cpu::round_to(Precision::F16, dx.f32(), dx.f32(), dx.numel());
   // Before the gradients are marked ready: the exchange hook of a bucket reads sq_grad.
   if (weight_->sq_grad.defined() || (bias_ && bias_->sq_grad.defined())) {
-    x_ = to_plain(x_);  // the reference loops read NCHW
-    accumulate_sq_grads(to_plain(dy));
+    x_ = to_plain(cpu::to_dtype(x_, DType::F32));  // the reference loops read NCHW floats
+    accumulate_sq_grads(to_plain(cpu::to_dtype(dy, DType::F32)));
   }
   weight_->mark_grad_ready();
   if (bias_) bias_->mark_grad_ready();

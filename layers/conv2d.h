@@ -35,9 +35,11 @@ class Conv2d : public Layer {
   std::string onednn_impl() const { return onednn_ ? onednn_->forward_impl() : ""; }
   // Blocked activations (core/layout.h): with oneDNN (fp32 or bf16) the layer reads its
   // input in either layout, and with set_blocked_output(true) writes y blocked when
-  // oneDNN computes it that way. Model builders ask for it where the consumers (BatchNorm,
-  // ReLU, the residual add, the next convolution) take blocked tensors.
+  // oneDNN computes it that way, and under bf16 writes y in bfloat16. Model builders ask
+  // for it where the consumers (BatchNorm, ReLU, the residual add, the next convolution)
+  // take blocked and bfloat16 tensors.
   bool takes_blocked() const override { return uses_onednn() && precision_ != Precision::F16; }
+  bool takes_bf16() const override { return uses_onednn() && precision_ == Precision::BF16; }
   void set_blocked_output(bool on) { blocked_output_ = on; }
 
  protected:
@@ -67,6 +69,7 @@ class Conv2d : public Layer {
   Precision precision_ = Precision::F32;
   CpuConvAlgo algo_ = CpuConvAlgo::Auto;
   bool blocked_output_ = false;
+  DType y_dtype_ = DType::F32;               // the type of the last forward's y (dy is read in it)
   std::unique_ptr<cpu::OneDnnConv> onednn_;  // primitives for the last input shape
   std::shared_ptr<void> cuda_state_;         // cuDNN descriptors (CUDA build only)
 };

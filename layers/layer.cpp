@@ -1,6 +1,7 @@
 #include "layers/layer.h"
 
 #include "core/emu/runtime.h"
+#include "core/kernels/half.h"
 #include "core/layout.h"
 #include "layers/emu_dispatch.h"
 
@@ -41,6 +42,14 @@ class GradReadyRelay {
   std::vector<Param*> ready_;
 };
 
+// What a layer's CPU code receives: bfloat16 widened to float32 unless the layer takes
+// it, blocked made plain unless it takes that.
+Tensor as_taken(const Layer& layer, const Tensor& t) {
+  const Tensor r =
+      t.dtype() == DType::BF16 && !layer.takes_bf16() ? cpu::to_dtype(t, DType::F32) : t;
+  return layer.takes_blocked() ? r : to_plain(r);
+}
+
 }  // namespace
 
 Tensor Layer::forward(const Tensor& x) {
@@ -48,14 +57,14 @@ Tensor Layer::forward(const Tensor& x) {
     if (p->before_forward) p->before_forward(*p);
   if (x.device().is_cuda()) return forward_cuda(x);
   // On an emulated device the conversion is part of the layer's task.
-  const auto body = [&] { return forward_cpu(takes_blocked() ? x : to_plain(x)); };
+  const auto body = [&] { return forward_cpu(as_taken(*this, x)); };
   if (x.device().is_emu()) return run_on_emu(x.device(), body);
   return body();
 }
 
 Tensor Layer::backward(const Tensor& dy) {
   if (dy.device().is_cuda()) return backward_cuda(dy);
-  const auto body = [&] { return backward_cpu(takes_blocked() ? dy : to_plain(dy)); };
+  const auto body = [&] { return backward_cpu(as_taken(*this, dy)); };
   if (!dy.device().is_emu()) return body();
   // Inside a parent's task the parent's relay already holds the hooks.
   if (emu::executing_device() == dy.device().index) return run_on_emu(dy.device(), body);

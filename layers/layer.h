@@ -51,6 +51,10 @@ class Layer {
   // (core/layout.h). A layer that does not gets them plain: forward() and backward()
   // convert for it, so only the layers that opt in ever see a blocked tensor.
   virtual bool takes_blocked() const { return false; }
+  // Whether forward_cpu and backward_cpu take bfloat16 tensors (the activations between
+  // the layers of a ResNet under --precision bf16, docs/PRECISION.md). A layer that does
+  // not gets them widened to float32 by forward() and backward().
+  virtual bool takes_bf16() const { return false; }
 
   // Visits own parameters/buffers with `prefix` prepended ("layer1.0.conv1." + "weight").
   virtual void visit_params(const std::string& prefix, const ParamVisitor& fn);

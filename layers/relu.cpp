@@ -1,32 +1,50 @@
 #include "layers/relu.h"
 
+#include "core/kernels/half.h"
+#include "core/kernels/half_math.h"
 #include "core/kernels/math.h"
 #include "core/layout.h"
 
 namespace st {
 
-// Elementwise, so any layout: the output keeps the input's.
-Tensor ReLU::forward_cpu(const Tensor& x) {
-  Tensor y = Tensor::empty(x.shape()).with_layout(x.layout());
-  const float* in = x.f32_in_layout();
-  float* out = y.f32_in_layout();
-  const int64_t n = x.numel();
+namespace {
+using half_math::bf16_to_float, half_math::float_to_bf16;
+
+// out[i] = f(a[i], b[i]) over float32 or bfloat16 elements (a result of the ReLU is one
+// of its inputs or zero, so bfloat16 loses nothing by rounding it back).
+template <class F>
+void elementwise(const Tensor& a, const Tensor* b, Tensor& out, const F& f) {
+  const int64_t n = out.numel();
+  if (out.dtype() == DType::BF16) {
+    const uint16_t* pa = a.bf16_in_layout();
+    const uint16_t* pb = b ? b->bf16_in_layout() : nullptr;
+    uint16_t* o = out.bf16_in_layout();
 #pragma omp parallel for simd if (n > 32768) schedule(static)
-  for (int64_t i = 0; i < n; ++i) out[i] = math::relu(in[i]);
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = float_to_bf16(f(bf16_to_float(pa[i]), pb ? bf16_to_float(pb[i]) : 0.0f));
+    return;
+  }
+  const float* pa = a.f32_in_layout();
+  const float* pb = b ? b->f32_in_layout() : nullptr;
+  float* o = out.f32_in_layout();
+#pragma omp parallel for simd if (n > 32768) schedule(static)
+  for (int64_t i = 0; i < n; ++i) o[i] = f(pa[i], pb ? pb[i] : 0.0f);
+}
+}  // namespace
+
+// Elementwise, so any layout and either float format: the output keeps the input's.
+Tensor ReLU::forward_cpu(const Tensor& x) {
+  Tensor y = Tensor::empty(x.shape(), x.dtype()).with_layout(x.layout());
+  elementwise(x, nullptr, y, [](float v, float) { return math::relu(v); });
   y_ = y;
   return y;
 }
 
 Tensor ReLU::backward_cpu(const Tensor& dy_in) {
   expect_shape("gradient", y_.shape(), dy_in.shape());
-  const Tensor dy = to_layout(dy_in, y_.layout());
-  Tensor dx = Tensor::empty(dy.shape()).with_layout(dy.layout());
-  const float* y = y_.f32_in_layout();
-  const float* g = dy.f32_in_layout();
-  float* out = dx.f32_in_layout();
-  const int64_t n = dy.numel();
-#pragma omp parallel for simd if (n > 32768) schedule(static)
-  for (int64_t i = 0; i < n; ++i) out[i] = math::relu_backward(y[i], g[i]);
+  const Tensor dy = cpu::to_dtype(to_layout(dy_in, y_.layout()), y_.dtype());
+  Tensor dx = Tensor::empty(dy.shape(), dy.dtype()).with_layout(dy.layout());
+  elementwise(y_, &dy, dx, [](float y, float g) { return math::relu_backward(y, g); });
   return dx;
 }
 

@@ -9,6 +9,7 @@ class ReLU : public Layer {
  public:
   std::string describe() const override { return "ReLU"; }
   bool takes_blocked() const override { return true; }
+  bool takes_bf16() const override { return true; }
 
  protected:
   ST_LAYER_CPU_AND_CUDA

@@ -18,6 +18,7 @@ class Container : public Layer {
   void visit_layers(const std::function<void(Layer&)>& fn) override;
   // Containers only route: each child converts what it does not take.
   bool takes_blocked() const override { return true; }
+  bool takes_bf16() const override { return true; }
 
  protected:
   // (path segment, child) in registration order.

@@ -1,7 +1,9 @@
 #include "models/shortcut_pad.h"
 
 #include <cstring>
+#include <type_traits>
 
+#include "core/kernels/half.h"
 #include "core/layout.h"
 
 namespace st {
@@ -34,25 +36,33 @@ int64_t ShortcutPadA::source(Layout layout, int64_t img, int64_t c, int64_t i, i
   return walk.start + (at % hw) * walk.step;
 }
 
-// Either layout: channel_walk (core/layout.h) places an output plane, source() finds each
-// value's origin. A padded channel is all zeros in forward and receives nothing in backward.
+// Either layout and either float format: channel_walk (core/layout.h) places an output
+// plane, source() finds each value's origin. A padded channel is all zeros in forward and
+// receives nothing in backward.
 Tensor ShortcutPadA::forward_cpu(const Tensor& x) {
   check_input(x);
   in_shape_ = x.shape();
   in_layout_ = x.layout();
+  in_dtype_ = x.dtype();
   const int64_t n = x.dim(0), oh = out_extent(x.dim(2)), ow = out_extent(x.dim(3)), ohw = oh * ow;
-  Tensor y = Tensor::empty(Shape{n, cout_, oh, ow}).with_layout(x.layout());
-  const float* in = x.f32_in_layout();
-  float* out = y.f32_in_layout();
+  Tensor y = Tensor::empty(Shape{n, cout_, oh, ow}, x.dtype()).with_layout(x.layout());
   const int64_t planes = n * cout_;
+  const auto select = [&](const auto* in, auto* out) {
+    using T = std::remove_pointer_t<decltype(out)>;
 #pragma omp parallel for schedule(static) if (planes * ohw > 32768)
-  for (int64_t p = 0; p < planes; ++p) {
-    const int64_t img = p / cout_, c = p % cout_;
-    const ChannelWalk to = channel_walk(in_layout_, img, c, cout_, ohw);
-    const bool padded = source(in_layout_, img, c, 0, 0) < 0;
-    for (int64_t k = 0; k < ohw; ++k)
-      out[to.start + k * to.step] = padded ? 0.0f : in[source(in_layout_, img, c, k / ow, k % ow)];
-  }
+    for (int64_t p = 0; p < planes; ++p) {
+      const int64_t img = p / cout_, c = p % cout_;
+      const ChannelWalk to = channel_walk(in_layout_, img, c, cout_, ohw);
+      const bool padded = source(in_layout_, img, c, 0, 0) < 0;
+      for (int64_t k = 0; k < ohw; ++k)
+        out[to.start + k * to.step] =
+            padded ? T(0) : in[source(in_layout_, img, c, k / ow, k % ow)];
+    }
+  };
+  if (x.dtype() == DType::BF16)
+    select(x.bf16_in_layout(), y.bf16_in_layout());
+  else
+    select(x.f32_in_layout(), y.f32_in_layout());
   return y;
 }
 
@@ -60,21 +70,25 @@ Tensor ShortcutPadA::backward_cpu(const Tensor& dy_in) {
   const int64_t n = in_shape_[0], oh = out_extent(in_shape_[2]), ow = out_extent(in_shape_[3]);
   const int64_t ohw = oh * ow;
   expect_shape("gradient", Shape{n, cout_, oh, ow}, dy_in.shape());
-  const Tensor dy = to_layout(dy_in, in_layout_);
+  const Tensor dy = cpu::to_dtype(to_layout(dy_in, in_layout_), in_dtype_);
   // The forward is a selection, so dx is dy scattered back; skipped pixels and padded
   // channels receive nothing.
-  Tensor dx = Tensor::zeros(in_shape_).with_layout(in_layout_);
-  const float* gy = dy.f32_in_layout();
-  float* gx = dx.f32_in_layout();
+  Tensor dx = Tensor::zeros(in_shape_, in_dtype_).with_layout(in_layout_);
   const int64_t planes = n * cout_;
+  const auto scatter = [&](const auto* gy, auto* gx) {
 #pragma omp parallel for schedule(static) if (planes * ohw > 32768)
-  for (int64_t p = 0; p < planes; ++p) {
-    const int64_t img = p / cout_, c = p % cout_;
-    if (source(in_layout_, img, c, 0, 0) < 0) continue;
-    const ChannelWalk from = channel_walk(in_layout_, img, c, cout_, ohw);
-    for (int64_t k = 0; k < ohw; ++k)
-      gx[source(in_layout_, img, c, k / ow, k % ow)] = gy[from.start + k * from.step];
-  }
+    for (int64_t p = 0; p < planes; ++p) {
+      const int64_t img = p / cout_, c = p % cout_;
+      if (source(in_layout_, img, c, 0, 0) < 0) continue;
+      const ChannelWalk from = channel_walk(in_layout_, img, c, cout_, ohw);
+      for (int64_t k = 0; k < ohw; ++k)
+        gx[source(in_layout_, img, c, k / ow, k % ow)] = gy[from.start + k * from.step];
+    }
+  };
+  if (in_dtype_ == DType::BF16)
+    scatter(dy.bf16_in_layout(), dx.bf16_in_layout());
+  else
+    scatter(dy.f32_in_layout(), dx.f32_in_layout());
   return dx;
 }
 

@@ -31,6 +31,8 @@ class ShortcutPadA : public Layer {
   // A selection, so the 16-channel blocked layout (core/layout.h) costs nothing extra:
   // the output keeps the input's layout.
   bool takes_blocked() const override { return cin_ % 16 == 0 && cout_ % 16 == 0; }
+  // And bfloat16 activations, for the same reason.
+  bool takes_bf16() const override { return true; }
 
  protected:
   ST_LAYER_CPU_AND_CUDA
@@ -44,6 +46,7 @@ class ShortcutPadA : public Layer {
   int stride_;
   Shape in_shape_;
   Layout in_layout_ = Layout::Plain;
+  DType in_dtype_ = DType::F32;
 };
 
 }  // namespace st

@@ -68,26 +68,32 @@ struct OneDnnConv::Impl {
   std::vector<float> db_tmp;
   std::string fwd_impl;
   std::unique_ptr<SlicedWeightGrad> sliced_wgrad;  // bf16 weight gradients (its header says why)
+  ConvDTypes io;
 };
 
 OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias,
-                       bool bf16_operands)
+                       bool bf16_operands, ConvDTypes io)
     : impl_(std::make_unique<Impl>()) {
+  ST_CHECK(bf16_operands || (!io.x_bf16 && !io.y_bf16),
+           "oneDNN convolution: bfloat16 activations need the bf16 primitives");
   Impl& m = *impl_;
+  m.io = io;
   m.batch = batch;
   m.g = g;
   m.cout = out_channels;
   m.has_bias = bias;
   const ConvDims d = conv_dims(batch, out_channels, g);
   const memory::dims &src_dims = d.src, &wei_dims = d.wei, &dst_dims = d.dst;
-  // Operands in `in` (bf16 or f32); results, bias and accumulation in f32.
+  // Operands in `in` (bf16 or f32); y and dx in their activations' types; bias and
+  // accumulation in f32.
   const auto in = bf16_operands ? bf16 : f32;
+  const auto x_type = io.x_bf16 ? bf16 : f32, y_type = io.y_bf16 ? bf16 : f32;
   const memory::desc src_any(src_dims, in, tag::any), wei_any(wei_dims, in, tag::any),
-      dst_any(dst_dims, f32, tag::any), bias_md(d.bias, f32, tag::x);
-  const memory::desc diff_src_any(src_dims, f32, tag::any), diff_wei_any(wei_dims, f32, tag::any),
-      diff_dst_any(dst_dims, in, tag::any);
-  const memory::desc src_user(src_dims, f32, tag::nchw), wei_user(wei_dims, f32, tag::oihw),
-      dst_user(dst_dims, f32, tag::nchw);
+      dst_any(dst_dims, y_type, tag::any), bias_md(d.bias, f32, tag::x);
+  const memory::desc diff_src_any(src_dims, x_type, tag::any),
+      diff_wei_any(wei_dims, f32, tag::any), diff_dst_any(dst_dims, in, tag::any);
+  const memory::desc src_user(src_dims, x_type, tag::nchw), wei_user(wei_dims, f32, tag::oihw),
+      dst_user(dst_dims, y_type, tag::nchw);
 
   // Winograd F(4x4, 3x3) where it pays (see winograd_pays); direct otherwise, and wherever
   // oneDNN has no Winograd kernel for this CPU or shape.
@@ -134,7 +140,7 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
         dnnl::reorder::primitive_desc(m.eng, bwd_w_pd.diff_weights_desc(), m.eng, wei_user, attr));
   }
   if (bf16_operands)
-    m.sliced_wgrad = std::make_unique<SlicedWeightGrad>(batch, out_channels, g, bias);
+    m.sliced_wgrad = std::make_unique<SlicedWeightGrad>(batch, out_channels, g, bias, io);
   if (bias) {
     m.bias_mem = memory(bias_md, m.eng, DNNL_MEMORY_NONE);
     m.db_tmp.resize(out_channels);
@@ -144,10 +150,10 @@ OneDnnConv::OneDnnConv(int64_t batch, int64_t out_channels, const ConvGeometry& 
 
 OneDnnConv::~OneDnnConv() = default;
 
-bool OneDnnConv::matches(int64_t batch, const ConvGeometry& g) const {
+bool OneDnnConv::matches(int64_t batch, const ConvGeometry& g, ConvDTypes io) const {
   const ConvGeometry& h = impl_->g;
   return batch == impl_->batch && g.c == h.c && g.h == h.h && g.w == h.w && g.kh == h.kh &&
-         g.stride == h.stride && g.pad == h.pad;
+         g.stride == h.stride && g.pad == h.pad && io == impl_->io;
 }
 
 std::string OneDnnConv::forward_impl() const {
@@ -158,7 +164,7 @@ bool OneDnnConv::writes_blocked_in_place() const {
   return impl_->dst.in_place(true);
 }
 
-void OneDnnConv::forward(const float* x, const float* w, const float* b, float* y,
+void OneDnnConv::forward(const void* x, const float* w, const float* b, void* y,
                          const ConvLayouts& layouts) {
   Impl& m = *impl_;
   m.src.set(x, layouts.x);
@@ -185,8 +191,8 @@ void OneDnnConv::forward(const float* x, const float* w, const float* b, float* 
   m.dst.release();
 }
 
-void OneDnnConv::backward(const float* x, const float* w, const float* dy, float* dw, float* db,
-                          float* dx, const ConvLayouts& layouts) {
+void OneDnnConv::backward(const void* x, const float* w, const void* dy, float* dw, float* db,
+                          void* dx, const ConvLayouts& layouts) {
   Impl& m = *impl_;
   // Backward may want other layouts than forward; each input is staged for the
   // primitive that reads it, once.

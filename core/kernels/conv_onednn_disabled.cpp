@@ -9,11 +9,11 @@ bool onednn_built() {
 }
 
 struct OneDnnConv::Impl {};
-OneDnnConv::OneDnnConv(int64_t, int64_t, const ConvGeometry&, bool, bool) {
+OneDnnConv::OneDnnConv(int64_t, int64_t, const ConvGeometry&, bool, bool, ConvDTypes) {
   ST_THROW("this sparsetrain was built without oneDNN (install libdnnl-dev)");
 }
 OneDnnConv::~OneDnnConv() = default;
-bool OneDnnConv::matches(int64_t, const ConvGeometry&) const {
+bool OneDnnConv::matches(int64_t, const ConvGeometry&, ConvDTypes) const {
   return false;
 }
 std::string OneDnnConv::forward_impl() const {
@@ -22,8 +22,8 @@ std::string OneDnnConv::forward_impl() const {
 bool OneDnnConv::writes_blocked_in_place() const {
   return false;
 }
-void OneDnnConv::forward(const float*, const float*, const float*, float*, const ConvLayouts&) {}
-void OneDnnConv::backward(const float*, const float*, const float*, float*, float*, float*,
+void OneDnnConv::forward(const void*, const float*, const float*, void*, const ConvLayouts&) {}
+void OneDnnConv::backward(const void*, const float*, const void*, float*, float*, void*,
                           const ConvLayouts&) {}
 
 }  // namespace st::cpu

@@ -33,10 +33,10 @@ inline ConvDims conv_dims(int64_t batch, int64_t out_channels, const ConvGeometr
 
 // Memory in the primitive's preferred layout, fed from (or drained to) a user buffer in
 // one of sparsetrain's layouts: [0] plain, [1] blocked in 16 channels (activations whose
-// channels are a multiple of 16). A layout equal to the primitive's is used in place, any
-// other is reordered. The reordered copy lives in a Tensor from the host caching
-// allocator only while in use, so layers share those blocks instead of each keeping its
-// own (peak memory as PyTorch's).
+// channels are a multiple of 16), both of the user data type given to bind(). A layout equal to the
+// primitive's is used in place, any other is reordered. The reordered copy lives in a Tensor from
+// the host caching allocator only while in use, so layers share those blocks instead of each
+// keeping its own (peak memory as PyTorch's).
 struct Staged {
   struct User {
     memory mem;
@@ -56,7 +56,7 @@ struct Staged {
     add(0, plain_md, eng);
     const memory::dims d = plain_md.dims();
     if (activation && d[1] % 16 == 0)
-      add(1, memory::desc(d, memory::data_type::f32, tag::aBcd16b), eng);
+      add(1, memory::desc(d, plain_md.data_type(), tag::aBcd16b), eng);
   }
   void add(int i, const memory::desc& md, const dnnl::engine& eng) {
     User& u = users[i];

@@ -27,7 +27,7 @@ struct SlicedWeightGrad::Worker {
   memory db;
   std::vector<float> dw_oihw, dbias;
 
-  Worker(int64_t images, int64_t cout, const ConvGeometry& g, bool bias) {
+  Worker(int64_t images, int64_t cout, const ConvGeometry& g, bool bias, ConvDTypes io) {
     const onednn::ConvDims d = onednn::conv_dims(images, cout, g);
     constexpr auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
     const memory::desc bias_md(d.bias, f32, tag::x);
@@ -37,8 +37,10 @@ struct SlicedWeightGrad::Worker {
         memory::desc(d.src, f32, tag::any), memory::desc(d.wei, f32, tag::any),
         memory::desc(d.dst, bf16, tag::any), bias ? &bias_md : nullptr, d);
     prim = dnnl::convolution_backward_weights(pds.bwd_weights);
-    src.bind(memory::desc(d.src, f32, tag::nchw), pds.bwd_weights.src_desc(), eng, true);
-    ddst.bind(memory::desc(d.dst, f32, tag::nchw), pds.bwd_weights.diff_dst_desc(), eng, true);
+    src.bind(memory::desc(d.src, io.x_bf16 ? bf16 : f32, tag::nchw), pds.bwd_weights.src_desc(),
+             eng, true);
+    ddst.bind(memory::desc(d.dst, io.y_bf16 ? bf16 : f32, tag::nchw),
+              pds.bwd_weights.diff_dst_desc(), eng, true);
     dw.bind(memory::desc(d.wei, f32, tag::oihw), pds.bwd_weights.diff_weights_desc(), eng, false);
     dw_oihw.assign(static_cast<size_t>(cout * g.c * g.kh * g.kw), 0.0f);
     if (bias) {
@@ -47,7 +49,7 @@ struct SlicedWeightGrad::Worker {
     }
   }
 
-  void run(const float* x, const float* dy, const ConvLayouts& layouts) {
+  void run(const void* x, const void* dy, const ConvLayouts& layouts) {
     src.set(x, layouts.x);
     src.in(strm);
     ddst.set(dy, layouts.y);
@@ -68,19 +70,23 @@ struct SlicedWeightGrad::Worker {
 };
 
 SlicedWeightGrad::SlicedWeightGrad(int64_t batch, int64_t out_channels, const ConvGeometry& g,
-                                   bool bias)
-    : batch_(batch), out_channels_(out_channels), g_(g), bias_(bias) {}
+                                   bool bias, ConvDTypes io)
+    : batch_(batch), out_channels_(out_channels), g_(g), bias_(bias), io_(io) {}
 
 SlicedWeightGrad::~SlicedWeightGrad() = default;
 
-void SlicedWeightGrad::run(const float* x, const float* dy, float* dw, float* db,
+void SlicedWeightGrad::run(const void* x, const void* dy, float* dw, float* db,
                            const ConvLayouts& layouts, int threads) {
   const int parts = static_cast<int>(std::min<int64_t>(std::max(threads, 1), batch_));
   if (static_cast<int>(workers_.size()) != parts) {
     workers_.clear();
     workers_.resize(static_cast<size_t>(parts));
   }
-  const int64_t x_image = g_.c * g_.h * g_.w, y_image = out_channels_ * g_.oh * g_.ow;
+  // Bytes per image of x and dy.
+  const int64_t x_image = g_.c * g_.h * g_.w * (io_.x_bf16 ? 2 : 4),
+                y_image = out_channels_ * g_.oh * g_.ow * (io_.y_bf16 ? 2 : 4);
+  const auto* xb = static_cast<const char*>(x);
+  const auto* dyb = static_cast<const char*>(dy);
   std::vector<std::string> errors(static_cast<size_t>(parts));
 #pragma omp parallel for num_threads(parts) schedule(static, 1)
   for (int t = 0; t < parts; ++t) {
@@ -90,8 +96,8 @@ void SlicedWeightGrad::run(const float* x, const float* dy, float* dw, float* db
     try {
       omp_set_num_threads(1);  // this thread's own setting: oneDNN plans for one thread
       std::unique_ptr<Worker>& w = workers_[static_cast<size_t>(t)];
-      if (!w) w = std::make_unique<Worker>(n, out_channels_, g_, bias_);
-      w->run(x + first * x_image, dy + first * y_image, layouts);
+      if (!w) w = std::make_unique<Worker>(n, out_channels_, g_, bias_, io_);
+      w->run(xb + first * x_image, dyb + first * y_image, layouts);
     } catch (const std::exception& e) {
       errors[static_cast<size_t>(t)] = e.what();
     }

@@ -22,14 +22,15 @@ namespace st::cpu {
 
 class SlicedWeightGrad {
  public:
-  SlicedWeightGrad(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias);
+  SlicedWeightGrad(int64_t batch, int64_t out_channels, const ConvGeometry& g, bool bias,
+                   ConvDTypes io = {});
   ~SlicedWeightGrad();
   SlicedWeightGrad(const SlicedWeightGrad&) = delete;
   SlicedWeightGrad& operator=(const SlicedWeightGrad&) = delete;
 
-  // dw += dL/dw, db += dL/db (when bias) from x and dy (fp32, in `layouts`), over
-  // `threads` slices of the batch (at most one per image).
-  void run(const float* x, const float* dy, float* dw, float* db, const ConvLayouts& layouts,
+  // dw += dL/dw, db += dL/db (when bias) from x and dy (in `layouts`, of the types `io`
+  // gave), over `threads` slices of the batch (at most one per image).
+  void run(const void* x, const void* dy, float* dw, float* db, const ConvLayouts& layouts,
            int threads);
 
  private:
@@ -37,6 +38,7 @@ class SlicedWeightGrad {
   int64_t batch_, out_channels_;
   ConvGeometry g_;
   bool bias_;
+  ConvDTypes io_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 

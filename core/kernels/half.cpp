@@ -84,6 +84,31 @@ Tensor rounded(const Tensor& t, Precision p) {
   return r;
 }
 
+Tensor to_dtype(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  const auto floating = [](DType d) { return d == DType::F32 || d == DType::BF16; };
+  ST_CHECK(floating(t.dtype()) && floating(dtype) && !t.device().is_cuda(),
+           "to_dtype: cannot make ", t.str(), " ", dtype_name(dtype),
+           " (float32 and bfloat16 host tensors convert)");
+  Tensor out = Tensor::empty(t.shape(), dtype, t.device()).with_layout(t.layout());
+  if (dtype == DType::BF16) {
+    const float* in = t.f32_in_layout();
+    uint16_t* o = out.bf16_in_layout();
+    parallel_for(t.numel(), 1 << 15, [&](int64_t b, int64_t e) {
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) o[i] = half_math::float_to_bf16(in[i]);
+    });
+  } else {
+    const uint16_t* in = t.bf16_in_layout();
+    float* o = out.f32_in_layout();
+    parallel_for(t.numel(), 1 << 15, [&](int64_t b, int64_t e) {
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) o[i] = half_math::bf16_to_float(in[i]);
+    });
+  }
+  return out;
+}
+
 void pack_half(Precision p, const float* in, float scale, uint16_t* out, int64_t n) {
   ST_CHECK(p != Precision::F32, "pack_half: fp32 is not a 16-bit format");
   for (int64_t i = 0; i < n; ++i)

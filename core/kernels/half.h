@@ -33,6 +33,11 @@ void round_to(Precision p, const float* in, float* out, int64_t n);
 // A float tensor whose values are `t`'s rounded to `p` (t itself for F32).
 Tensor rounded(const Tensor& t, Precision p);
 
+// `t` (float32 or bfloat16) as `dtype`, in the same layout and on the same device: `t`
+// itself when it already is, else a converted copy (round to nearest even). Host memory:
+// a CPU tensor, or an emulated device's inside its stream's task.
+Tensor to_dtype(const Tensor& t, DType dtype);
+
 // out[i] = format `p` bits of in[i] * scale (p is BF16 or F16).
 void pack_half(Precision p, const float* in, float scale, uint16_t* out, int64_t n);
 // out[i] += the float value of in[i].

@@ -65,7 +65,6 @@ struct Staged {
     u.needs_reorder = md != internal.get_desc();
     if (!u.needs_reorder) return;
     u.to_internal = dnnl::reorder(u.mem, internal);
-    u.to_user = dnnl::reorder(internal, u.mem);
   }
   bool in_place(bool blocked) const {
     const User& u = users[blocked ? 1 : 0];
@@ -90,9 +89,14 @@ struct Staged {
     acquire();
     users[cur].to_internal.execute(s, {{DNNL_ARG_FROM, users[cur].mem}, {DNNL_ARG_TO, internal}});
   }
+  // Results only: the reorder back to the user's layout is built on the first call, so
+  // operands that are only read (and a weight gradient added by its own reorder) never
+  // build one.
   void out(dnnl::stream& s) {
-    if (users[cur].needs_reorder)
-      users[cur].to_user.execute(s, {{DNNL_ARG_FROM, internal}, {DNNL_ARG_TO, users[cur].mem}});
+    User& u = users[cur];
+    if (!u.needs_reorder) return;
+    if (!u.to_user) u.to_user = dnnl::reorder(internal, u.mem);
+    u.to_user.execute(s, {{DNNL_ARG_FROM, internal}, {DNNL_ARG_TO, u.mem}});
   }
   void release() { buf = Tensor(); }
 };

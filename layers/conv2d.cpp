@@ -110,7 +110,6 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
     y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow}, io.y_bf16 ? DType::BF16 : DType::F32)
             .with_layout(layouts.y ? Layout::Blocked16 : Layout::Plain);
     onednn_->forward(x_.raw(), w_.f32(), bias_ ? bias_->value.f32() : nullptr, y.raw(), layouts);
-    y_dtype_ = y.dtype();
   }
   if (precision_ == Precision::F16) cpu::round_to(Precision::F16, y.f32(), y.f32(), y.numel());
   return y;
@@ -119,7 +118,8 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
 Tensor Conv2d::backward_cpu(const Tensor& dy_in) {
   expect_shape("gradient", Shape{x_.dim(0), cout_, g_.oh, g_.ow}, dy_in.shape());
   // oneDNN reads dy in y's type; the reference rounds it to the emulated format.
-  const Tensor dy = onednn_ ? cpu::to_dtype(dy_in, y_dtype_) : cpu::rounded(dy_in, emulated());
+  const Tensor dy = onednn_ ? cpu::to_dtype(dy_in, onednn_->io().y_bf16 ? DType::BF16 : DType::F32)
+                            : cpu::rounded(dy_in, emulated());
   Tensor dx;
   if (onednn_) {
     // dx in the layout and type x came in, which the layer before takes back.

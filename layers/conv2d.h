@@ -69,7 +69,6 @@ class Conv2d : public Layer {
   Precision precision_ = Precision::F32;
   CpuConvAlgo algo_ = CpuConvAlgo::Auto;
   bool blocked_output_ = false;
-  DType y_dtype_ = DType::F32;               // the type of the last forward's y (dy is read in it)
   std::unique_ptr<cpu::OneDnnConv> onednn_;  // primitives for the last input shape
   std::shared_ptr<void> cuda_state_;         // cuDNN descriptors (CUDA build only)
 };

@@ -160,6 +160,10 @@ std::string OneDnnConv::forward_impl() const {
   return impl_->fwd_impl;
 }
 
+ConvDTypes OneDnnConv::io() const {
+  return impl_->io;
+}
+
 bool OneDnnConv::writes_blocked_in_place() const {
   return impl_->dst.in_place(true);
 }

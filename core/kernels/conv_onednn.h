@@ -51,6 +51,8 @@ class OneDnnConv {
   // Whether the primitive computes y in the blocked layout, so that writing y blocked
   // costs no reorder.
   bool writes_blocked_in_place() const;
+  // The activations' types the primitives were built for.
+  ConvDTypes io() const;
   // y = conv(x, w) + b.
   void forward(const void* x, const float* w, const float* b, void* y,
                const ConvLayouts& layouts = {});

@@ -19,6 +19,9 @@ bool OneDnnConv::matches(int64_t, const ConvGeometry&, ConvDTypes) const {
 std::string OneDnnConv::forward_impl() const {
   return "";
 }
+ConvDTypes OneDnnConv::io() const {
+  return {};
+}
 bool OneDnnConv::writes_blocked_in_place() const {
   return false;
 }

@@ -11,7 +11,8 @@
 # sent to the others ("st-host<i> <bytes>", from its link's counters: everything that
 # crossed the slow link, MPI's start-up included).
 # runs: mpirun --hostfile <N hosts, slots=64> --mca plm_rsh_agent <this script> \
-#         --mca oob_tcp_if_include / btl_tcp_if_include <the emulated subnet> arguments...
+#         --mca oob_tcp_if_include / btl_tcp_if_include <the emulated subnet> --bind-to none
+#         arguments...
 # Host i (1-based) is called st-host<i> and has address 10.211.0.<i>. Needs root.
 # Internal use (the launch agent): scripts/emulated_hosts.sh --agent RUN HOST COMMAND-STRING
 set -euo pipefail
@@ -90,8 +91,12 @@ sent_bytes() {
   done
 }
 status=0
+# --bind-to none: the emulated hosts share this machine's cores, and each host's mpirun
+# daemon binds its own ranks from core 0 up, so with one rank per host every rank would
+# be bound to core 0 (two ranks would share one core and leave the other idle).
 ip netns exec "${run}_1" unshare --uts sh -c 'hostname st-host1 && exec "$@"' sh \
   mpirun --allow-run-as-root --hostfile "$tmp/hostfile" --mca plm_rsh_agent "$self --agent $run" \
-  --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" "$@" || status=$?
+  --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" --bind-to none \
+  "$@" || status=$?
 sent_bytes
 exit $status

@@ -199,6 +199,12 @@ void Reducer::set_first_layers_first(double share) {
   order_ = exchange_order(bucket_numels, share);
 }
 
+bool Reducer::holds_back() const {
+  for (size_t i = 0; i < order_.size(); ++i)
+    if (order_[i] != static_cast<int>(i)) return true;
+  return false;
+}
+
 void Reducer::set_bucket_update(BucketUpdate make) {
   ST_CHECK(!in_backward_, "Reducer: set_bucket_update() during a backward");
   make_update_ = std::move(make);

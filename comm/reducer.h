@@ -156,6 +156,9 @@ class Reducer {
   // Changes ReducerOptions::first_layers_first between iterations (nothing in flight).
   // Collective in effect: every rank must set the same value before the same iteration.
   void set_first_layers_first(double share);
+  // Whether that share holds back any bucket (whole buckets, rounded down): false when
+  // every bucket goes in ready order.
+  bool holds_back() const;
   int64_t iteration() const { return iteration_; }
   // A resumed run continues the iteration count (sparsifiers key rotation, warm-up and
   // random streams on it).

@@ -211,6 +211,8 @@ class TrainingLoop {
   void settle();
   // --first-layers-first -1: the probe's step (train/exchange_order_probe.h).
   void probe_exchange_order();
+  // After the probe: back to the step-end update when nothing is held back.
+  void keep_step_end_update();
   // The last step's metrics row, held until its buckets' statistics are complete (with
   // forward overlap and a sparsifier, until the next step's drain or settle()).
   void write_step_row();
@@ -561,10 +563,28 @@ void TrainingLoop::probe_exchange_order() {
         order_probe_->backward_ms(), order_probe_->exchange_ms(),
         reducer_->options().first_layers_first);
   order_probe_.reset();
+  if (!reducer_->holds_back()) keep_step_end_update();
 }
 
+// Nothing held back means backward covers the exchange: the next forward would wait for
+// the first layers' buckets, sent last, and so gain nothing, while the per-layer waits
+// and the updates on the communication thread still cost (measured slower at batch 64
+// and 128 in docs/RESULTS.md). Called between the forward and the backward of a step,
+// with nothing in flight and the gradients zeroed: this step's update runs at its end.
+void TrainingLoop::keep_step_end_update() {
+  reducer_->set_bucket_update(nullptr);
+  forward_overlap_ = false;
+  if (!quiet_)
+    std::fprintf(stderr,
+                 "forward overlap off: that share holds back no bucket (backward covers the "
+                 "exchange), so buckets overlap backward only and each step ends with the "
+                 "update\n");
+}
+
+// Also after keep_step_end_update(): the checkpoint schedule still queues its polls on
+// the communication thread (planned when forward overlap was on), and the collectives
+// that follow on this thread must not run beside one.
 void TrainingLoop::settle() {
-  if (!forward_overlap_) return;
   reducer_->drain();
   comm_.wait_idle();
   write_step_row();

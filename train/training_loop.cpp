@@ -570,7 +570,8 @@ void TrainingLoop::probe_exchange_order() {
 // the first layers' buckets, sent last, and so gain nothing, while the per-layer waits
 // and the updates on the communication thread still cost (measured slower at batch 64
 // and 128 in docs/RESULTS.md). Called between the forward and the backward of a step,
-// with nothing in flight and the gradients zeroed: this step's update runs at its end.
+// with nothing in flight and before the gradients are zeroed: this step's update already
+// runs at its end.
 void TrainingLoop::keep_step_end_update() {
   reducer_->set_bucket_update(nullptr);
   forward_overlap_ = false;

@@ -107,7 +107,7 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
                                                   precision_ == Precision::BF16, io);
     const cpu::ConvLayouts layouts{
         !x_.is_plain(), blocked_output_ && takes_blocked() && onednn_->writes_blocked_in_place()};
-    y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow}, io.y_bf16 ? DType::BF16 : DType::F32)
+    y = Tensor::empty(Shape{n, cout_, g_.oh, g_.ow}, io.y_dtype())
             .with_layout(layouts.y ? Layout::Blocked16 : Layout::Plain);
     onednn_->forward(x_.raw(), w_.f32(), bias_ ? bias_->value.f32() : nullptr, y.raw(), layouts);
   }
@@ -118,8 +118,8 @@ Tensor Conv2d::forward_cpu(const Tensor& x) {
 Tensor Conv2d::backward_cpu(const Tensor& dy_in) {
   expect_shape("gradient", Shape{x_.dim(0), cout_, g_.oh, g_.ow}, dy_in.shape());
   // oneDNN reads dy in y's type; the reference rounds it to the emulated format.
-  const Tensor dy = onednn_ ? cpu::to_dtype(dy_in, onednn_->io().y_bf16 ? DType::BF16 : DType::F32)
-                            : cpu::rounded(dy_in, emulated());
+  const Tensor dy =
+      onednn_ ? cpu::to_dtype(dy_in, onednn_->io().y_dtype()) : cpu::rounded(dy_in, emulated());
   Tensor dx;
   if (onednn_) {
     // dx in the layout and type x came in, which the layer before takes back.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "core/dtype.h"
 #include "core/kernels/im2col.h"
 
 namespace st::cpu {
@@ -28,6 +29,8 @@ struct ConvLayouts {
 struct ConvDTypes {
   bool x_bf16 = false, y_bf16 = false;
   bool operator==(const ConvDTypes&) const = default;
+  // The type y is written in and dy read in.
+  DType y_dtype() const { return y_bf16 ? DType::BF16 : DType::F32; }
 };
 
 // Primitives for one (batch, geometry) combination; build once, run every step.

@@ -4,7 +4,11 @@
 // for an emulated link. Rank 0 prints one JSON line per (op, size):
 //   {"bench":"comm","op":"allreduce","ranks":4,"bytes":...,"median_ms":...,...}
 // Ops, with `bytes` = the payload one rank contributes (float32/int32 elements x 4):
-//   allreduce   MPI_Allreduce (sum) of a `bytes` buffer on every rank (dense exchange);
+//   allreduce   the Communicator's allreduce (sum) of a `bytes` buffer on every rank (the
+//               dense exchange: on 2 ranks a swap of the buffers, else MPI_Iallreduce);
+//   mpi_allreduce  the peer: Open MPI's MPI_Iallreduce in place, as the library picks its
+//               algorithm, waited for with MPI_Wait; with both ops a "comm_ratio" line per
+//               size gives allreduce / mpi_allreduce;
 //   allgatherv  MPI_Allgatherv where rank r sends m_r bytes, m_r spread by --skew around
 //               `bytes` (total = P x bytes), as the allgather-sum pattern (SIDCo, DGC, ...);
 //   padded      what union-allreduce does for the index exchange: allgather of the counts,
@@ -13,20 +17,27 @@
 // reps stop after --budget seconds per size (at least --min-reps), the same on all ranks.
 //   comm_bench [--ops allreduce,allgatherv,padded] [--min-bytes 1024] [--max-bytes 16777216]
 //              [--factor 4] [--budget 3] [--min-reps 3] [--max-reps 50] [--skew 0.5]
+#include <mpi.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/mpi_env.h"
 #include "core/timer.h"
 
 namespace {
 
 struct Options {
   std::vector<std::string> ops{"allreduce", "allgatherv", "padded"};
+  static bool known(const std::string& op) {
+    return op == "allreduce" || op == "mpi_allreduce" || op == "allgatherv" || op == "padded";
+  }
   int64_t min_bytes = 1024, max_bytes = 16 << 20;
   double factor = 4.0, budget_s = 3.0, skew = 0.5;
   int min_reps = 3, max_reps = 50, warmup = 1;
@@ -70,9 +81,9 @@ Options parse(int argc, char** argv) {
                                "--min-reps --max-reps --warmup)");
   }
   for (const std::string& op : o.ops)
-    if (op != "allreduce" && op != "allgatherv" && op != "padded")
+    if (!Options::known(op))
       throw std::runtime_error("comm_bench: unknown op " + op +
-                               " (ops: allreduce, allgatherv, padded)");
+                               " (ops: allreduce, mpi_allreduce, allgatherv, padded)");
   if (o.min_bytes < 4 || o.max_bytes < o.min_bytes || o.factor <= 1.0 || o.min_reps < 1 ||
       o.skew < 0.0 || o.skew >= 1.0)
     throw std::runtime_error(
@@ -102,7 +113,7 @@ struct Case {
 
   Case(const std::string& op_, int64_t m_, st::Communicator& comm, double skew) : op(op_), m(m_) {
     const int P = comm.size();
-    if (op == "allreduce") {
+    if (reduces()) {
       a = st::Tensor::full({m}, 1.0f);
       return;
     }
@@ -123,12 +134,18 @@ struct Case {
     }
   }
 
+  bool reduces() const { return op == "allreduce" || op == "mpi_allreduce"; }
   // Bytes every rank ends with: the reduced buffer, or all ranks' (padded) contributions.
-  int64_t result_bytes() const { return 4 * (op == "allreduce" ? a.numel() : b.numel()); }
+  int64_t result_bytes() const { return 4 * (reduces() ? a.numel() : b.numel()); }
 
   void run(st::Communicator& comm) {
     if (op == "allreduce") {
       comm.allreduce(a);
+    } else if (op == "mpi_allreduce") {
+      MPI_Request req = MPI_REQUEST_NULL;
+      MPI_Iallreduce(MPI_IN_PLACE, a.raw(), static_cast<int>(a.numel()), MPI_FLOAT, MPI_SUM,
+                     MPI_COMM_WORLD, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
     } else if (op == "allgatherv") {
       comm.allgatherv(a, b, counts);
     } else {
@@ -151,12 +168,14 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
+    st::set_mpi_env_defaults();  // the Open MPI settings sparsetrain runs with (comm/mpi_env.h)
     auto comm = st::make_communicator("auto");
     const int P = comm->size();
     std::vector<int64_t> sizes;
     for (double s = static_cast<double>(o.min_bytes);
          s <= static_cast<double>(o.max_bytes) * 1.0001; s *= o.factor)
       sizes.push_back(static_cast<int64_t>(s) / 4 * 4);
+    std::map<std::pair<std::string, int64_t>, double> medians;
     for (const std::string& op : o.ops) {
       for (int64_t bytes : sizes) {
         Case c(op, bytes / 4, *comm, o.skew);
@@ -174,18 +193,27 @@ int main(int argc, char** argv) {
           times.push_back(s);
           spent += s;
         }
+        medians[{op, bytes}] = median(times);
         if (comm->rank() == 0) {
           std::printf(
               "{\"bench\":\"comm\",\"op\":\"%s\",\"ranks\":%d,\"bytes\":%lld,"
               "\"result_bytes\":%lld,\"skew\":%.3f,\"reps\":%zu,\"median_ms\":%.4f,"
               "\"min_ms\":%.4f}\n",
               op.c_str(), P, static_cast<long long>(bytes),
-              static_cast<long long>(c.result_bytes()), op == "allreduce" ? 0.0 : o.skew,
-              times.size(), 1e3 * median(times),
-              1e3 * *std::min_element(times.begin(), times.end()));
+              static_cast<long long>(c.result_bytes()), c.reduces() ? 0.0 : o.skew, times.size(),
+              1e3 * median(times), 1e3 * *std::min_element(times.begin(), times.end()));
           std::fflush(stdout);
         }
       }
+    }
+    for (int64_t bytes : sizes) {
+      const auto ours = medians.find({"allreduce", bytes});
+      const auto peer = medians.find({"mpi_allreduce", bytes});
+      if (comm->rank() == 0 && ours != medians.end() && peer != medians.end())
+        std::printf(
+            "{\"bench\":\"comm_ratio\",\"ranks\":%d,\"bytes\":%lld,"
+            "\"allreduce_over_mpi_allreduce\":%.3f}\n",
+            P, static_cast<long long>(bytes), ours->second / peer->second);
     }
     return 0;
   } catch (const std::exception& e) {

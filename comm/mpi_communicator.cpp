@@ -189,6 +189,7 @@ void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {
   ST_CHECK(t.dtype() != DType::BF16, "allreduce: no MPI sum of bfloat16 tensors (", t.str(), ")");
   if (t.numel() == 0) return;
   const int n = as_count(t.numel(), "allreduce");
+  if (size_ == 2) return allreduce_pair(t, n, op);
   // Open MPI's non-blocking allreduce falls back to a binomial tree (everything through
   // rank 0, twice) for in-place buffers; from 4 ranks and 64 KiB on, a copy of the input
   // lets it pick reduce-scatter + allgather, which moves about half as much per rank.
@@ -202,6 +203,30 @@ void MpiCommunicator::allreduce(Tensor& t, ReduceOp op) {
   MPI_Request req = MPI_REQUEST_NULL;
   ST_MPI_CHECK(MPI_Iallreduce(send, t.raw(), n, mpi_type(t.dtype()), mpi_op(op), comm_, &req));
   wait_with_backoff(req, "MPI_Iallreduce");
+}
+
+// Two ranks swap their whole buffers at once and both reduce. Open MPI's non-blocking
+// allreduce takes a binomial tree below 4 ranks: rank 1 sends to rank 0, which reduces
+// and sends the result back, so on a full-duplex link one direction idles while the other
+// works and the allreduce takes twice the time its bytes need (docs/RESULTS.md, "Two
+// ranks on a full-duplex link"). Both ranks compute x0 op x1 with the same operands in
+// the same places, so the results are bit-identical, NaNs under max and min included.
+void MpiCommunicator::allreduce_pair(Tensor& t, int n, ReduceOp op) {
+  const int peer = 1 - rank_;
+  const MPI_Datatype type = mpi_type(t.dtype());
+  send_copy_.resize(t.nbytes());
+  void* theirs = send_copy_.data();
+  MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  ST_MPI_CHECK(MPI_Irecv(theirs, n, type, peer, kPairTag, comm_, &reqs[0]));
+  ST_MPI_CHECK(MPI_Isend(t.raw(), n, type, peer, kPairTag, comm_, &reqs[1]));
+  wait_with_backoff(reqs[0], "MPI_Irecv (allreduce of 2 ranks)");
+  wait_with_backoff(reqs[1], "MPI_Isend (allreduce of 2 ranks)");
+  if (rank_ == 0) {
+    ST_MPI_CHECK(MPI_Reduce_local(theirs, t.raw(), n, type, mpi_op(op)));
+  } else {
+    ST_MPI_CHECK(MPI_Reduce_local(t.raw(), theirs, n, type, mpi_op(op)));
+    std::memcpy(t.raw(), theirs, t.nbytes());
+  }
 }
 
 void MpiCommunicator::allgather(const Tensor& in, Tensor& out) {

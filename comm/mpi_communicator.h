@@ -45,13 +45,18 @@ class MpiCommunicator : public Communicator {
   MpiCommunicator(const MpiCommunicator& parent, Dup);
   // Over `comm`, a communicator MPI made from the parent's (owned: freed on destruction).
   MpiCommunicator(const MpiCommunicator& parent, MPI_Comm comm);
+  // allreduce on exactly 2 ranks: a swap of the buffers, then a local reduction.
+  void allreduce_pair(Tensor& t, int n, ReduceOp op);
+  // The tag of that swap; no other point-to-point message travels on comm_, and
+  // collectives match in a space of their own.
+  static constexpr int kPairTag = 7101;
   MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0, size_ = 1;
   NodePlacement placement_;
   bool owns_init_ = false;
-  // The input of a large allreduce on 4+ ranks (see allreduce), or the parts a
-  // reduce-scatter receives; one collective at a time runs (THREAD_SERIALIZED), so one
-  // buffer serves them all.
+  // The input of a large allreduce on 4+ ranks (see allreduce), the peer's buffer of an
+  // allreduce on 2, or the parts a reduce-scatter receives; one collective at a time runs
+  // (THREAD_SERIALIZED), so one buffer serves them all.
   std::vector<std::byte> send_copy_;
   std::unique_ptr<MpiSharedSegments> shared_;  // after the first shared_segments() call
   bool shared_decided_ = false;

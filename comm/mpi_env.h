@@ -9,7 +9,13 @@ namespace st {
 // each MPI_Test of the back-off that finds nothing to do), it yields the core to a thread
 // that has work instead of spinning through its time slice. mpirun turns this on by itself
 // only when it sees more processes than slots; a rank's own communication thread is
-// oversubscription it cannot see. A variable the user has set is left alone.
+// oversubscription it cannot see.
+// btl_tcp_links=2: two TCP connections to each peer instead of one. With one, a large
+// message's rendezvous reply waits behind the bulk data the replying rank is sending the
+// other way, so two ranks swapping buffers (allreduce and allgather on 2 ranks) mostly take
+// turns on a full-duplex link: 174 ms instead of 93 for 1 MB each way at 100 Mbit/s
+// (docs/RESULTS.md, "Two ranks on a full-duplex link").
+// A variable the user has set is left alone.
 void set_mpi_env_defaults();
 
 }  // namespace st

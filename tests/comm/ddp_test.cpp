@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
@@ -53,6 +54,43 @@ TEST(Collectives, KnownValues) {
   Work w = c.allreduce_async(t);
   w.wait();
   EXPECT_EQ(t.f32()[1], static_cast<float>(p * p));
+}
+
+// Every rank ends with the same bits, also where the order of the operands shows: a NaN
+// under max (x > y ? x : y keeps whichever NaN comes second), and a buffer large enough to
+// travel in many TCP fragments. Integer sums and minima come out exact.
+TEST(Collectives, AllreduceGivesEveryRankTheSameBits) {
+  Communicator& c = world();
+  const int p = c.size(), r = c.rank();
+  const float nan = std::nanf("");
+  std::vector<float> mx(static_cast<size_t>(p) + 1, 0.5f);
+  mx[static_cast<size_t>(r)] = nan;  // rank r holds a NaN at position r
+  Tensor m = Tensor::from_vector(mx, {p + 1});
+  c.allreduce(m, ReduceOp::Max);
+  const int64_t n = 300000;
+  Tensor big = Tensor::empty({n});
+  for (int64_t i = 0; i < n; ++i) big.f32()[i] = 0.1f * static_cast<float>((i * (r + 3)) % 97);
+  c.allreduce(big);
+  for (const Tensor* t : {&m, &big}) {
+    Tensor all = Tensor::zeros({p * t->numel()});
+    c.allgather(*t, all);
+    for (int q = 0; q < p; ++q)
+      EXPECT_EQ(std::memcmp(all.f32() + q * t->numel(), t->f32(), t->nbytes()), 0)
+          << "rank " << r << " and rank " << q << " differ after an allreduce of " << t->str();
+  }
+  EXPECT_EQ(m.f32()[p], 0.5f);
+  double want = 0.0;
+  for (int q = 0; q < p; ++q) want += 0.1f * static_cast<float>((12345 * (q + 3)) % 97);
+  EXPECT_NEAR(big.f32()[12345], want, 1e-5);
+  Tensor ints = Tensor::from_vector_i32({r + 1, -r, 1 << 20}, {3});
+  c.allreduce(ints);
+  EXPECT_EQ(ints.data<int32_t>()[0], p * (p + 1) / 2);
+  EXPECT_EQ(ints.data<int32_t>()[1], -p * (p - 1) / 2);
+  EXPECT_EQ(ints.data<int32_t>()[2], p << 20);
+  Tensor low = Tensor::from_vector_i32({r, -r}, {2});
+  c.allreduce(low, ReduceOp::Min);
+  EXPECT_EQ(low.data<int32_t>()[0], 0);
+  EXPECT_EQ(low.data<int32_t>()[1], 1 - p);
 }
 
 // conv -> relu -> conv -> relu -> flatten -> linear: no BatchNorm, so the global batch

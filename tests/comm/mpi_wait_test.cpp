@@ -36,7 +36,8 @@ TEST(Backoff, DefaultCapIsAtMost200Microseconds) {
   EXPECT_EQ(b.pause_for(b.spins + b.yields + 60), b.max_sleep);
 }
 
-bool yield_when_idle_cvar() {
+// The value of Open MPI's integer control variable `wanted` (-1 and a failure if absent).
+int int_cvar(const std::string& wanted) {
   int num = 0;
   EXPECT_EQ(MPI_T_cvar_get_num(&num), MPI_SUCCESS);
   for (int i = 0; i < num; ++i) {
@@ -46,16 +47,16 @@ bool yield_when_idle_cvar() {
     MPI_T_enum enumtype;
     MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind,
                         &scope);
-    if (std::string(name) != "mpi_yield_when_idle") continue;
+    if (name != wanted) continue;
     MPI_T_cvar_handle handle;
     int count = 0, value = 0;
     EXPECT_EQ(MPI_T_cvar_handle_alloc(i, nullptr, &handle, &count), MPI_SUCCESS);
     EXPECT_EQ(MPI_T_cvar_read(handle, &value), MPI_SUCCESS);
     MPI_T_cvar_handle_free(&handle);
-    return value != 0;
+    return value;
   }
-  ADD_FAILURE() << "Open MPI has no control variable mpi_yield_when_idle";
-  return false;
+  ADD_FAILURE() << "Open MPI has no control variable " << wanted;
+  return -1;
 }
 
 // MPI starts once per process: ctest runs each TEST in its own (gtest_discover_tests).
@@ -69,23 +70,27 @@ bool mpi_already_used() {
 TEST(MpiEnv, DefaultsReachOpenMpi) {
   if (mpi_already_used()) GTEST_SKIP() << "needs a process of its own (ctest runs it so)";
   ::unsetenv("OMPI_MCA_mpi_yield_when_idle");
+  ::unsetenv("OMPI_MCA_btl_tcp_links");
   set_mpi_env_defaults();
   auto comm = make_communicator("mpi");
   int provided = 0;
   MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-  EXPECT_TRUE(yield_when_idle_cvar());
+  EXPECT_EQ(int_cvar("mpi_yield_when_idle"), 1);
+  EXPECT_EQ(int_cvar("btl_tcp_links"), 2);
   MPI_T_finalize();
 }
 
 TEST(MpiEnv, UserSettingWins) {
   if (mpi_already_used()) GTEST_SKIP() << "needs a process of its own (ctest runs it so)";
   ::setenv("OMPI_MCA_mpi_yield_when_idle", "0", 1);
+  ::setenv("OMPI_MCA_btl_tcp_links", "3", 1);
   set_mpi_env_defaults();
   EXPECT_STREQ(std::getenv("OMPI_MCA_mpi_yield_when_idle"), "0");
   auto comm = make_communicator("mpi");
   int provided = 0;
   MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-  EXPECT_FALSE(yield_when_idle_cvar());
+  EXPECT_EQ(int_cvar("mpi_yield_when_idle"), 0);
+  EXPECT_EQ(int_cvar("btl_tcp_links"), 3);
   MPI_T_finalize();
 }
 

@@ -10,10 +10,12 @@ namespace st {
 // that has work instead of spinning through its time slice. mpirun turns this on by itself
 // only when it sees more processes than slots; a rank's own communication thread is
 // oversubscription it cannot see.
-// btl_tcp_links=2: two TCP connections to each peer instead of one. With one, a large
-// message's rendezvous reply waits behind the bulk data the replying rank is sending the
-// other way, so two ranks swapping buffers (allreduce and allgather on 2 ranks) mostly take
-// turns on a full-duplex link: 174 ms instead of 93 for 1 MB each way at 100 Mbit/s
+// btl_tcp_links=2: two TCP connections to each peer instead of one. Two ranks that send
+// each other a large message at once (allreduce and allgather on 2 ranks) need both
+// directions of one connection; with a single one the exchange sometimes takes turns
+// (the rendezvous reply can queue behind the replying rank's own data), with two it runs
+// both ways at once: median 174 ms against 94 for 1 MB each way at 100 Mbit/s with a
+// shallow token bucket and without the setting above, 101 against 95 with it
 // (docs/RESULTS.md, "Two ranks on a full-duplex link").
 // A variable the user has set is left alone.
 void set_mpi_env_defaults();

@@ -6,7 +6,10 @@
 # first host. The namespaces are removed afterwards, also on failure or Ctrl-C.
 #   scripts/emulated_hosts.sh [--rate RATE] [--bytes FILE] N -- mpirun-arguments...
 # --rate limits each host's link to the switch in both directions (tc tbf, units as
-# netns_run.sh: 100mbit, 1gbit); inside a host, ranks talk through shared memory, so only
+# netns_run.sh: 100mbit, 1gbit) with a token bucket of BURST bytes (environment, default
+# 131072: 10 ms at 100 Mbit/s, so a transfer after an idle moment starts that far ahead of
+# the line rate; 16384 is closer to a real port, but its frequent timer wake-ups take CPU
+# from the ranks on a small machine); inside a host, ranks talk through shared memory, so only
 # traffic between hosts is limited. --bytes writes, after the run, the bytes each host
 # sent to the others ("st-host<i> <bytes>", from its link's counters: everything that
 # crossed the slow link, MPI's start-up included).
@@ -49,19 +52,8 @@ shift 2
 [[ $n =~ ^[0-9]+$ && $n -ge 1 && $n -le 16 ]] || { echo "emulated_hosts: N must be 1..16, got $n" >&2; exit 2; }
 [[ $(id -u) -eq 0 ]] || { echo "emulated_hosts: needs root (ip netns, unshare)" >&2; exit 2; }
 self=$(realpath "$0")
-# The token bucket's depth: 1 ms of traffic, at least 16 KB (ten full frames). A real port
-# sends at line rate and no faster, so the bucket is kept shallow: a deep one (128 KB is
-# 10 ms at 100 Mbit/s) lets every transfer after an idle moment start ahead of the line
-# rate, which flatters exchanges that leave the link idle between rounds. Bulk TCP still
-# reaches the rate both ways at once (iperf3 --bidir: 93-95 Mbit/s at 100mbit).
-burst=16384
-if [[ -n $rate ]]; then
-  burst=$(/usr/bin/python3 -c '
-import re, sys
-m = re.fullmatch(r"(\d+(?:\.\d+)?)(kbit|mbit|gbit)", sys.argv[1])
-per_ms = float(m.group(1)) * {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[m.group(2)] / 8 / 1000
-print(max(16384, int(per_ms)))' "$rate")
-fi
+burst=${BURST:-131072}
+[[ $burst =~ ^[0-9]+$ && $burst -ge 2048 ]] || { echo "emulated_hosts: BURST must be a byte count >= 2048, got $burst" >&2; exit 2; }
 run=${tag}$$
 # A SIGKILL skips the trap below: remove what earlier runs that no longer exist left behind.
 for stale in $(ip netns list 2>/dev/null | awk -v t="$tag" '$1 ~ "^"t"[0-9]+_" {print $1}'); do

@@ -57,8 +57,9 @@ TEST(Collectives, KnownValues) {
 }
 
 // Every rank ends with the same bits, also where the order of the operands shows: a NaN
-// under max (x > y ? x : y keeps whichever NaN comes second), and a buffer large enough to
-// travel in many TCP fragments. Integer sums and minima come out exact.
+// under max (x > y ? x : y gives y whenever either is NaN, so swapping x and y changes the
+// result), and a buffer large enough to travel in many TCP fragments. Integer sums and
+// minima come out exact.
 TEST(Collectives, AllreduceGivesEveryRankTheSameBits) {
   Communicator& c = world();
   const int p = c.size(), r = c.rank();
@@ -81,7 +82,7 @@ TEST(Collectives, AllreduceGivesEveryRankTheSameBits) {
   EXPECT_EQ(m.f32()[p], 0.5f);
   double want = 0.0;
   for (int q = 0; q < p; ++q) want += 0.1f * static_cast<float>((12345 * (q + 3)) % 97);
-  EXPECT_NEAR(big.f32()[12345], want, 1e-5);
+  EXPECT_NEAR(big.f32()[12345], want, 1e-4);
   Tensor ints = Tensor::from_vector_i32({r + 1, -r, 1 << 20}, {3});
   c.allreduce(ints);
   EXPECT_EQ(ints.data<int32_t>()[0], p * (p + 1) / 2);

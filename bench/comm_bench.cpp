@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
           times.push_back(s);
           spent += s;
         }
-        medians[{op, bytes}] = median(times);
+        const double mid = median(times);
+        medians[{op, bytes}] = mid;
         if (comm->rank() == 0) {
           std::printf(
               "{\"bench\":\"comm\",\"op\":\"%s\",\"ranks\":%d,\"bytes\":%lld,"
@@ -201,7 +202,7 @@ int main(int argc, char** argv) {
               "\"min_ms\":%.4f}\n",
               op.c_str(), P, static_cast<long long>(bytes),
               static_cast<long long>(c.result_bytes()), c.reduces() ? 0.0 : o.skew, times.size(),
-              1e3 * median(times), 1e3 * *std::min_element(times.begin(), times.end()));
+              1e3 * mid, 1e3 * *std::min_element(times.begin(), times.end()));
           std::fflush(stdout);
         }
       }

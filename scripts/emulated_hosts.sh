@@ -10,9 +10,10 @@
 # 131072: 10 ms at 100 Mbit/s, so a transfer after an idle moment starts that far ahead
 # of the line rate; 16384 is closer to a real port, but its frequent timer wake-ups take
 # CPU from the ranks on a small machine: docs/RESULTS.md, "A full-duplex link"). Inside a
-# host, ranks talk through shared memory, so only traffic between hosts is limited. --bytes writes, after the run, the bytes each host
-# sent to the others ("st-host<i> <bytes>", from its link's counters: everything that
-# crossed the slow link, MPI's start-up included).
+# host, ranks talk through shared memory, so only traffic between hosts is limited.
+# --bytes writes, after the run, the bytes each host sent to the others ("st-host<i>
+# <bytes>", from its link's counters: everything that crossed the slow link, MPI's
+# start-up included).
 # runs: mpirun --hostfile <N hosts, slots=64> --mca plm_rsh_agent <this script> \
 #         --mca oob_tcp_if_include / btl_tcp_if_include <the emulated subnet> --bind-to none
 #         arguments...

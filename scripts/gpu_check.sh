@@ -17,6 +17,8 @@
 #   GPU_CHECK_BUDGET=480  seconds for the whole run; a step that no longer fits is not
 #                       started and its line says FAIL "not run".
 #   GPU_CHECK_CPU_TWINS=1  without a GPU, still run the CPU half of every twin (timing).
+#   GPU_CHECK_BUILD_LIMIT=300, GPU_CHECK_TWIN_LIMIT=90  the build's and each training
+#                       run's time limit in seconds (raise both on a small machine).
 # Only synthetic data: images from --dataset synthetic, a generated word corpus for the LSTM.
 #
 # Plan and time budget on one H200 with 16 cores (seconds; every command runs under
@@ -195,7 +197,7 @@ fi
 grep -E 'sparsetrain: CUDA|Found (MPI|GTest|ZLIB|JPEG)' "$logs/configure.log" >"$logs/found.txt" || true
 b0=$SECONDS
 # shellcheck disable=SC2086
-run 300 "$logs/build.log" cmake --build "$build" -j "$(nproc)" --target $targets
+run "${GPU_CHECK_BUILD_LIMIT:-300}" "$logs/build.log" cmake --build "$build" -j "$(nproc)" --target $targets
 rc=$?
 build_s=$((SECONDS - b0))
 if ((rc != 0)); then
@@ -241,7 +243,7 @@ twin() {
   [[ $device == cpu ]] && threads=(--threads "${TWIN_THREADS:-8}")
   rm -rf "$logs/$name-$device"
   # shellcheck disable=SC2086
-  run 90 "$logs/$name-$device.log" "${mpi[@]}" "$bin" train --device "$device" --comm "$comm" \
+  run "${GPU_CHECK_TWIN_LIMIT:-90}" "$logs/$name-$device.log" "${mpi[@]}" "$bin" train --device "$device" --comm "$comm" \
     --max-iters 50 --out "$logs/$name-$device" "${threads[@]}" ${twin_args[$name]}
 }
 cpu_twins() {  # every CPU half, one after another; status per twin in $logs/NAME-cpu.rc

@@ -150,7 +150,10 @@ set(CMAKE_PREFIX_PATH "\${_b}/usr" CACHE STRING "the GPU bundle")
 set(CMAKE_LIBRARY_PATH "\${_l}" CACHE STRING "the GPU bundle")
 # Headers the sources include without a find step (nlohmann/json.hpp, CLI/CLI.hpp) and the
 # bundle's copies of zlib.h, jpeglib.h, ... ahead of /usr/include.
-set(ST_BUNDLE_INCLUDE_FLAGS "-isystem \${_i} -isystem \${_i}/$triplet" CACHE STRING "the GPU bundle")
+# (scripts/gpu_check.sh sets these three itself, adding cuDNN's and NCCL's folders.)
+foreach(_lang C CXX CUDA)
+  set(CMAKE_\${_lang}_FLAGS "-isystem \${_i} -isystem \${_i}/$triplet" CACHE STRING "the GPU bundle")
+endforeach()
 set(OPENBLAS_INCLUDE_DIR "\${_l}/blis-openmp" CACHE PATH "BLIS's cblas.h")
 set(OPENBLAS_LIBRARY "\${_l}/blis-openmp/libst_openblas_shim.a;\${_l}/blis-openmp/libblis.so.4"
     CACHE STRING "BLIS with openblas_set_num_threads")

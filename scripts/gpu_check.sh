@@ -156,7 +156,8 @@ done
 export LD_LIBRARY_PATH="$(dirname "$cudnn_lib"):$(dirname "$nccl_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "gpu_check: cuDNN $cudnn_lib, NCCL $nccl_lib"
 if [[ -n $include_flags ]]; then
-  cmake_args+=(-DCMAKE_CXX_FLAGS="$include_flags" -DCMAKE_CUDA_FLAGS="$include_flags")
+  cmake_args+=(-DCMAKE_C_FLAGS="$include_flags" -DCMAKE_CXX_FLAGS="$include_flags"
+    -DCMAKE_CUDA_FLAGS="$include_flags")
 fi
 
 if [[ -n ${GPU_CHECK_ARCHS:-} ]]; then

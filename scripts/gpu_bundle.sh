@@ -154,7 +154,7 @@ set(CMAKE_LIBRARY_PATH "\${_l}" CACHE STRING "the GPU bundle")
 foreach(_lang C CXX CUDA)
   set(CMAKE_\${_lang}_FLAGS "-isystem \${_i} -isystem \${_i}/$triplet" CACHE STRING "the GPU bundle")
 endforeach()
-set(OPENBLAS_INCLUDE_DIR "\${_l}/blis-openmp" CACHE PATH "BLIS's cblas.h")
+set(OPENBLAS_INCLUDE_DIR "\${_i}/$triplet/blis-openmp" CACHE PATH "BLIS's cblas.h")
 set(OPENBLAS_LIBRARY "\${_l}/blis-openmp/libst_openblas_shim.a;\${_l}/blis-openmp/libblis.so.4"
     CACHE STRING "BLIS with openblas_set_num_threads")
 set(FFTW3_INCLUDE_DIR "\${_i}" CACHE PATH "")

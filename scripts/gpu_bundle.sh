@@ -138,6 +138,16 @@ void openblas_set_num_threads(int n) { bli_thread_set_num_threads(n); }
 C
 cc -O2 -fPIC -c "$debs/openblas_shim.c" -o "$debs/openblas_shim.o"
 ar rcs "$blis/libst_openblas_shim.a" "$debs/openblas_shim.o"
+# cblas.h as the sources include it: BLIS's, plus OpenBLAS's name for the integer type.
+mkdir -p "$out/usr/include/st-blis-cblas"
+cat >"$out/usr/include/st-blis-cblas/cblas.h" <<C
+/* cblas.h with OpenBLAS's blasint over BLIS's cblas.h (scripts/gpu_bundle.sh). */
+#ifndef ST_BLIS_CBLAS_H
+#define ST_BLIS_CBLAS_H
+#include "../$triplet/blis-openmp/cblas.h"
+typedef f77_int blasint;
+#endif
+C
 
 # --- the CMake initial cache and the environment ---------------------------------------
 cat >"$out/bundle.cmake" <<CMAKE
@@ -154,7 +164,7 @@ set(CMAKE_LIBRARY_PATH "\${_l}" CACHE STRING "the GPU bundle")
 foreach(_lang C CXX CUDA)
   set(CMAKE_\${_lang}_FLAGS "-isystem \${_i} -isystem \${_i}/$triplet" CACHE STRING "the GPU bundle")
 endforeach()
-set(OPENBLAS_INCLUDE_DIR "\${_i}/$triplet/blis-openmp" CACHE PATH "BLIS's cblas.h")
+set(OPENBLAS_INCLUDE_DIR "\${_i}/st-blis-cblas" CACHE PATH "BLIS's cblas.h with blasint")
 set(OPENBLAS_LIBRARY "\${_l}/blis-openmp/libst_openblas_shim.a;\${_l}/blis-openmp/libblis.so.4"
     CACHE STRING "BLIS with openblas_set_num_threads")
 set(FFTW3_INCLUDE_DIR "\${_i}" CACHE PATH "")

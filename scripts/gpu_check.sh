@@ -195,7 +195,18 @@ if ((rc != 0)); then
   echo "gpu_check: configure failed ($(why $rc "$logs/configure.log")); log $logs/configure.log"
   exit 1
 fi
-grep -E 'sparsetrain: CUDA|Found (MPI|GTest|ZLIB|JPEG)' "$logs/configure.log" >"$logs/found.txt" || true
+# What CMake found, into found.txt; with a bundle, every bundled library must come from it.
+grep -E '^(OPENBLAS_(INCLUDE_DIR|LIBRARY)|FFTW3_INCLUDE_DIR|FFTW3F_LIBRARY|BOOST_MATH_INCLUDE_DIR|XXHASH_(INCLUDE_DIR|LIBRARY)|STB_(INCLUDE_DIR|LIBRARY)|JPEG_(INCLUDE_DIR|LIBRARY_RELEASE)|ZLIB_(INCLUDE_DIR|LIBRARY_RELEASE)|GTest_DIR|CLI11_DIR|MPI_CXX_HEADER_DIR|MPI_mpi_LIBRARY|MPIEXEC_EXECUTABLE|CUDNN_LIBRARY|NCCL_LIBRARY|CUB_INCLUDE_DIR|CMAKE_CUDA_COMPILER):' \
+  "$build/CMakeCache.txt" | sed 's/:[A-Z]*=/ = /' >"$logs/found.txt"
+if [[ -n $bundle ]]; then
+  outside=$(grep -vE '^(CUDNN_LIBRARY|NCCL_LIBRARY|CUB_INCLUDE_DIR|CMAKE_CUDA_COMPILER) ' "$logs/found.txt" |
+    grep -v " = $GPU_BUNDLE_DIR/" | cut -d' ' -f1 | paste -sd' ')
+  if [[ -n $outside ]]; then
+    echo "gpu_check: found outside the bundle: $outside (see $logs/found.txt)"
+    exit 1
+  fi
+  echo "gpu_check: $(grep -c " = $GPU_BUNDLE_DIR/" "$logs/found.txt") libraries and headers from the bundle (list in $logs/found.txt)"
+fi
 b0=$SECONDS
 # shellcheck disable=SC2086
 run "${GPU_CHECK_BUILD_LIMIT:-300}" "$logs/build.log" cmake --build "$build" -j "$(nproc)" --target $targets

@@ -15,7 +15,8 @@
 #   OUT_DIR/bundle.cmake  a CMake initial cache (cmake -C) that points every dependency the
 #                         build looks for into the bundle, by paths relative to the file;
 #   OUT_DIR/env.sh        sourced before building and running: PATH (mpirun), LD_LIBRARY_PATH,
-#                         OPAL_PREFIX and PMIX_INSTALL_PREFIX (Open MPI moved out of /usr);
+#                         OPAL_PREFIX and PMIx's prefix and plugin folder (Open MPI moved
+#                         out of /usr);
 #   OUT_DIR/PACKAGES      the packages and versions it holds;
 # and prints the size (it refuses above 48 MB) and any library a bundled binary needs that
 # is neither in the bundle nor part of a base system.
@@ -197,6 +198,7 @@ GPU_BUNDLE_TRIPLET=$triplet
 GPU_BUNDLE_GLIBC=$glibc  # the newest glibc symbol version a bundled library needs
 export OPAL_PREFIX=\$GPU_BUNDLE_DIR/usr
 export PMIX_INSTALL_PREFIX=\$GPU_BUNDLE_DIR/usr/lib/$triplet/pmix2
+export PMIX_MCA_mca_base_component_path=\$GPU_BUNDLE_DIR/usr/lib/$triplet/pmix2/lib/pmix
 export PATH=\$GPU_BUNDLE_DIR/usr/bin:\$PATH
 export LD_LIBRARY_PATH=\$GPU_BUNDLE_DIR/usr/lib/$triplet:\$GPU_BUNDLE_DIR/usr/lib/$triplet/blis-openmp:\$GPU_BUNDLE_DIR/usr/lib/$triplet/pmix2/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 ENV

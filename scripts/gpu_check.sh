@@ -268,8 +268,10 @@ cpu_twins() {  # every CPU half, one after another; status per twin in $logs/NAM
 }
 
 # --- 2. smoke: the MPI runtime and the binary on the CPU -------------------------------------
+rm -rf "$logs/smoke"
 run 60 "$logs/smoke.log" "${mpi[@]}" "$bin" train --device cpu --comm mpi --max-iters 2 \
-  --out "$logs/smoke" "${image[@]}" --synthetic-size 128
+  --out "$logs/smoke" --arch resnet20 --dataset synthetic --synthetic-size 128 -b 64 --seed 1 \
+  --epochs 1 --workers 1 -q --checkpoint-minutes 0
 rc=$?
 if ((rc == 0)); then
   record "smoke (mpirun -np 1, CPU)" ok "2 iterations through $(command -v mpirun)"

@@ -22,22 +22,25 @@
 # Only synthetic data: images from --dataset synthetic, a generated word corpus for the LSTM.
 #
 # Plan and time budget on one H200 with 16 cores (seconds; every command runs under
-# `timeout`, the limits are in brackets; total at most 480):
+# `timeout`, the limits are in brackets; the whole run is capped at GPU_CHECK_BUDGET=480):
 #   0. preflight: GPUs, bundle, CUDA/cuDNN/NCCL (toolkit or wheels)        ~2    [-]
 #   1. configure (-G Ninja, -DSPARSETRAIN_WERROR=OFF, one architecture)    ~15   [120]
-#      build only the CLI and the GPU test binaries, -j $(nproc)           ~190  [300]
-#      (measured on 2 cores: see docs/GPU.md "Running the GPU check on a bare CUDA machine")
-#   2. smoke: mpirun -np 1 on the CPU, 2 iterations (MPI runtime works)    ~3    [60]
+#      build only the CLI and the GPU test binaries, -j $(nproc)           ~90   [300]
+#   2. smoke: mpirun -np 1 on the CPU, 2 steps (the MPI runtime works)     ~3    [60]
 #   3. GPU tests: ctest -L gpu, SPARSETRAIN_REQUIRE_GPU=1, -j 4            ~60   [150]
 #      while the CPU halves of step 4 run beside it (8 threads)            ~35   [90 each]
 #   4. one process under mpirun -np 1, CUDA with --comm nccl against the CPU with
 #      --comm mpi, 50 steps from one seed: dense, --sparsifier micro, --comm-dtype bf16,
 #      --forward-overlap, the LSTM; loss curves within 2% on average      ~40   [90 each]
-#   5. compute-sanitizer memcheck and synccheck over a 3-iteration MiCRO run, racecheck
-#      over three device-op tests                                          ~90   [90/60/60]
+#   5. compute-sanitizer memcheck and synccheck over a 3-step MiCRO run, racecheck over
+#      three device-op tests                                               ~90   [90/60/60]
 #   6. 2 and 4 ranks (CUDA ranks against CPU ranks after one step, one GPU per rank, the
 #      overlap share from a trace): skipped with the reason on one GPU.
-#   Estimate on one H200: about 7 minutes with a cold build, 4 with a built tree.
+#   Estimate on one H200: about 300 s (5 minutes) with a cold build, 210 s with a built
+#   tree. Measured on a 2-core machine without a GPU (nice 19, beside another build): the
+#   build took 513 s, 1031 s of compile and link steps, i.e. about 65 s of work per core
+#   on 16 cores, 90 s with the dependency chain (the longest step took 28 s); the five CPU
+#   halves took 119 s on 2 threads. The GPU figures are estimates, not measurements.
 #
 # Without a GPU it builds what it can (step 1), then stops with one line saying so and a
 # non-zero exit; without cmake as well it stops before building.
@@ -351,7 +354,9 @@ sanitize() {  # sanitize TOOL LIMIT WHAT CMD...
   local tool=$1 limit=$2 what=$3 rc
   shift 3
   rm -rf "$logs/sanitize-$tool"
-  run "$limit" "$logs/sanitize-$tool.log" "$sanitizer" --tool "$tool" --error-exitcode 3 "$@"
+  # OMP_WAIT_POLICY set: the CLI then does not re-execute itself to set it.
+  OMP_WAIT_POLICY=passive run "$limit" "$logs/sanitize-$tool.log" "$sanitizer" --tool "$tool" \
+    --error-exitcode 3 "$@"
   rc=$?
   if ((rc == 0)); then
     record "compute-sanitizer $tool" ok "$what: $(grep -h -m1 'ERROR SUMMARY' "$logs/sanitize-$tool.log")"

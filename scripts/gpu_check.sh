@@ -88,9 +88,9 @@ run() {
 }
 why() {  # why STATUS LOG: a short reason for a failed run
   case $1 in
-    124) echo "timed out (see $(basename "$2"))" ;;
+    124 | 137) echo "timed out (see $(basename "$2"))" ;;
     125) echo "not run: the ${budget} s budget was spent" ;;
-    *) echo "exit $1: $(grep -m1 -iE 'error|fail|abort' "$2" | cut -c1-110)" ;;
+    *) echo "exit $1: $(tail -n +2 "$2" | grep -m1 -iE 'error|fail|abort' | cut -c1-110)" ;;
   esac
 }
 

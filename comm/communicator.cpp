@@ -148,6 +148,10 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
   const Device d = parse_device(spec, host->placement());
   const std::string resolved = resolve_backend(backend, launched, d);
   if (resolved == "mpi") return host;
+  // The device library's setup switches to this rank's device and back: set the process's
+  // device first, or "back" is device 0 and every rank opens a context there (on a GPU in
+  // EXCLUSIVE_PROCESS mode, all ranks but one then fail).
+  set_process_device(d);
   SplitCommunicator::DeviceFactory on_device_of = [emu = resolved == "emu",
                                                    index = d.index](MpiCommunicator& bootstrap) {
     return emu ? make_emu_communicator(bootstrap, index) : make_nccl_communicator(bootstrap, index);

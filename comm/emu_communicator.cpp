@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "comm/mpi_communicator.h"
+#include "core/emu/context.h"
 #include "core/emu/runtime.h"
 #include "core/emu/stream.h"
 #include "core/error.h"
@@ -32,6 +33,7 @@ class EmuCommunicator : public Communicator {
     ST_CHECK(device >= 0 && device < emu::device_count(), "--comm emu on rank ", bootstrap.rank(),
              ": no device emu:", device);
     mpi_ = bootstrap.duplicate();
+    emu::DeviceGuard guard(device_);  // as NcclCommunicator's constructor does
     stream_ = std::make_unique<emu::Stream>(device_);
   }
   ~EmuCommunicator() override { wait_idle(); }

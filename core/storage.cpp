@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "core/emu/memory.h"
 #include "core/error.h"
 #include "core/host_allocator.h"
 
@@ -14,8 +15,10 @@ Storage::Storage(size_t bytes, Device device, bool pinned)
   if (bytes == 0) return;
   if (pinned) {
     ptr_ = host::allocate_pinned(bytes);
-  } else if (device.is_cpu() || device.is_emu()) {
-    ptr_ = host::allocate(bytes);  // emulated device memory is host memory behind a check
+  } else if (device.is_cpu()) {
+    ptr_ = host::allocate(bytes);
+  } else if (device.is_emu()) {
+    ptr_ = emu::device_alloc(bytes, device.index);
   } else {
     ptr_ = cuda::device_alloc(bytes, device.index);
   }
@@ -25,8 +28,10 @@ Storage::~Storage() {
   if (!ptr_) return;
   if (pinned_) {
     host::release_pinned(ptr_, bytes_);
-  } else if (device_.is_cpu() || device_.is_emu()) {
+  } else if (device_.is_cpu()) {
     host::release(ptr_, bytes_);
+  } else if (device_.is_emu()) {
+    emu::device_free(ptr_);
   } else {
     cuda::device_free(ptr_, device_.index);
   }

@@ -104,6 +104,9 @@ class Tensor {
   bool shares_storage(const Tensor& o) const { return storage_ == o.storage_; }
   // Where the view starts in its storage, in bytes (address arithmetic without an access).
   size_t byte_offset() const { return offset_; }
+  // The first byte's address, for bookkeeping only (an allocator's record_stream); never
+  // dereferenced, so no access check.
+  const void* block_address() const { return address(); }
   bool pinned() const { return storage_ && storage_->pinned(); }
 
   Tensor to(Device device) const;     // explicit copy (or self when already there)

@@ -64,6 +64,11 @@ std::vector<Tensor> InputUploader::finish(Pending pending) {
   // A copy no longer in flight has completed: nothing to wait for.
   for (const Impl::InFlight& f : impl_->flights)
     if (f.id == pending.id) impl_->engine->order_current_after(f.done.get());
+  // The batch's blocks belong to the copy stream; the stream that reads them is the
+  // caller's current one, known only here (before, the copy recorded its own stream,
+  // which the allocator ignores: the block could go to the next batch while compute
+  // still read it).
+  for (const Tensor& t : pending.tensors) impl_->engine->record_use_on_current(t);
   return std::move(pending.tensors);
 }
 

@@ -14,9 +14,12 @@ class UploadEngine {
  public:
   virtual ~UploadEngine() = default;
   // Queues a copy of `host` into a new device tensor on the device's copy stream (a side
-  // stream, so it overlaps compute) and returns that tensor, announced to the compute
-  // stream so its memory is reused only once compute is done with it.
+  // stream, so it overlaps compute) and returns that tensor. Its block belongs to the copy
+  // stream: the stream that reads it must be announced (record_use_on_current).
   virtual Tensor copy_async(const Tensor& host) = 0;
+  // Announces the calling thread's current stream as a user of `device_tensor`'s block
+  // (record_stream), so the allocator reuses it only once that stream is done with it.
+  virtual void record_use_on_current(const Tensor& device_tensor) = 0;
   // The position after every copy queued so far (an event on the copy stream).
   virtual std::shared_ptr<void> mark() = 0;
   virtual bool reached(const void* mark) = 0;

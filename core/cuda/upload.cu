@@ -17,12 +17,14 @@ class CudaUploadEngine final : public UploadEngine {
     const cuda::Stream& side = ctx.copy_stream();
     cuda::StreamGuard on_side(side);  // the destination is the copy stream's block
     Tensor d = Tensor::empty(host.shape(), host.dtype(), device_);
-    if (host.nbytes() > 0) {
+    if (host.nbytes() > 0)
       ST_CUDA_CHECK(
           cudaMemcpyAsync(d.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, side.get()));
-      cuda::record_stream(d, ctx.stream());
-    }
     return d;
+  }
+  void record_use_on_current(const Tensor& t) override {
+    cuda::DeviceGuard guard(device_.index);
+    cuda::record_stream(t, cuda::current_stream(device_.index));
   }
   std::shared_ptr<void> mark() override {
     cuda::DeviceGuard guard(device_.index);

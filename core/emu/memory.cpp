@@ -6,6 +6,9 @@
 #include <mutex>
 #include <set>
 
+#include "core/caching_allocator.h"
+#include "core/emu/context.h"
+#include "core/emu/runtime.h"
 #include "core/emu/stream.h"
 #include "core/error.h"
 
@@ -19,8 +22,54 @@ std::set<void*>& pinned_blocks() {
   return *s;
 }
 std::atomic<int64_t> g_pageable_async{0};
+std::atomic<int64_t> g_reused{0};
+
+Stream& stream_of(const void* key) {
+  return *static_cast<Stream*>(const_cast<void*>(key));
+}
+
+void poison(void* ptr, size_t bytes, const void* key) {
+  ++g_reused;
+  Stream& s = stream_of(key);
+  // Inside one of the stream's tasks the caller is already in its order (and is about
+  // to write the block): poison now, not after the task.
+  if (executing_stream() == &s) return (void)std::memset(ptr, 0xFF, bytes);
+  s.enqueue([=] { std::memset(ptr, 0xFF, bytes); }, /*slow=*/false, "poison a reused block");
+}
+
+CachingAllocator& device_allocator() {
+  // Never destroyed: tensors held in static objects may be freed during exit.
+  static auto* a = new CachingAllocator(
+      RawAllocator{[](size_t bytes, int) { return std::aligned_alloc(64, bytes); },
+                   [](void* ptr, int) { std::free(ptr); },
+                   [](const void* key, int) -> void* {
+                     auto* e = new Event;
+                     e->record(stream_of(key));
+                     return e;
+                   },
+                   [](void* e) { return static_cast<Event*>(e)->ready(); },
+                   [](void* e) { delete static_cast<Event*>(e); }, poison});
+  return *a;
+}
 
 }  // namespace
+
+void* device_alloc(size_t bytes, int device) {
+  open_context(device);
+  return device_allocator().allocate(bytes, device, &allocation_stream(device));
+}
+
+void device_free(void* ptr) {
+  device_allocator().free(ptr);
+}
+
+void record_stream(const void* ptr, Stream& s) {
+  device_allocator().record_stream(ptr, &s);
+}
+
+int64_t reused_blocks() {
+  return g_reused.load();
+}
 
 void* pinned_alloc(size_t bytes) {
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -56,8 +105,10 @@ void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size
 }
 
 void zero_bytes(void* dst, size_t bytes, int device) {
-  run_in_stream_order(
-      device, "a zero fill", [=] { std::memset(dst, 0, bytes); }, /*slow=*/false);
+  // cudaMemsetAsync: queued, the host does not wait.
+  if (executing_device() == device) return (void)std::memset(dst, 0, bytes);
+  check_thread_on(device, "a zero fill");
+  current_stream(device).enqueue([=] { std::memset(dst, 0, bytes); }, /*slow=*/true, "a zero fill");
 }
 
 }  // namespace st::emu

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/emu/context.h"
 #include "core/error.h"
 
 namespace st::emu {
@@ -52,6 +53,7 @@ int device_count() {
 void set_thread_device(int device) {
   ST_CHECK(device >= 0 && device < device_count(), "emu: no device emu:", device, " (",
            device_count(), " per process; SPARSETRAIN_EMU_DEVICES sets the count)");
+  open_context(device);  // as cudaSetDevice does since CUDA 12
   t_bound = device;
 }
 

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/emu/context.h"
 #include "core/emu/runtime.h"
 #include "core/emu/task_observer.h"
 #include "core/error.h"
@@ -28,10 +29,12 @@ namespace {
 
 // Streams are numbered in creation order, for the task observer.
 std::atomic<int> streams_made{0};
+thread_local Stream* t_executing = nullptr;
 
 }  // namespace
 
 struct Stream::Impl {
+  Stream* self = nullptr;
   int device = 0;
   int number = 0;
   const char* kind = "";
@@ -51,6 +54,7 @@ struct Stream::Impl {
 
   void loop() {
     set_executing_device(device);
+    t_executing = self;
     for (;;) {
       Task task;
       {
@@ -91,6 +95,8 @@ struct Stream::Impl {
 
 Stream::Stream(int device, const char* kind) : impl_(std::make_unique<Impl>()) {
   ST_CHECK(device >= 0 && device < device_count(), "emu: no device emu:", device);
+  open_context(device);
+  impl_->self = this;
   impl_->device = device;
   impl_->number = streams_made.fetch_add(1, std::memory_order_relaxed);
   impl_->kind = kind;
@@ -136,6 +142,7 @@ void Stream::synchronize() {
     std::swap(error, impl_->error);
   }
   if (error) std::rethrow_exception(error);
+  rethrow_sticky_error();
 }
 
 bool Stream::ready() const {
@@ -202,13 +209,33 @@ ThreadStreams& thread_streams() {
 
 }  // namespace
 
-Stream& current_stream(int device) {
-  check_thread_on(device, "a stream");
+namespace {
+
+// The calling thread's current stream on `device`, whichever device it works on.
+Stream& thread_stream(int device) {
   ThreadStreams& t = thread_streams();
   if (auto it = t.current.find(device); it != t.current.end() && it->second) return *it->second;
   std::unique_ptr<Stream>& s = t.own[device];
   if (!s) s = std::make_unique<Stream>(device, "default");
   return *s;
+}
+
+}  // namespace
+
+Stream& current_stream(int device) {
+  check_thread_on(device, "a stream");
+  return thread_stream(device);
+}
+
+Stream* executing_stream() {
+  return t_executing;
+}
+
+Stream& allocation_stream(int device) {
+  if (t_executing != nullptr && t_executing->device() == device) return *t_executing;
+  // As CUDA's allocator takes the thread's stream on the device it allocates on (under a
+  // device guard), whichever device the thread works on.
+  return thread_stream(device);
 }
 
 void run_in_stream_order(int device, const char* what, const std::function<void()>& fn, bool slow) {

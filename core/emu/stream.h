@@ -69,6 +69,11 @@ class Event {
 // The calling thread's current stream on `device` (its own default stream, created on
 // first use, unless a StreamGuard replaced it).
 Stream& current_stream(int device);
+// The stream whose executor is the calling thread (nullptr on a host thread).
+Stream* executing_stream();
+// The stream new device memory of `device` is keyed by (core/emu/memory.h): the
+// executing stream inside one of its tasks, else the calling thread's current stream.
+Stream& allocation_stream(int device);
 
 // Runs `fn` in stream order on `device` and waits for it (cudaLaunchKernel or
 // cudaMemcpyAsync, then cudaStreamSynchronize): queued on the calling thread's current

@@ -1,5 +1,7 @@
 // The emulated device's copy engine for InputUploader: one copy stream per uploader (a
 // side stream: copies overlap the compute stream's kernels), events to order the two.
+#include <cstring>
+
 #include "core/emu/memory.h"
 #include "core/emu/stream.h"
 #include "core/upload_engine.h"
@@ -13,12 +15,24 @@ class EmuUploadEngine final : public UploadEngine {
 
   Tensor copy_async(const Tensor& host) override {
     if (!host.pinned()) emu::count_pageable_async_copy();
-    Tensor d = Tensor::empty(host.shape(), host.dtype(), device_);
+    Tensor d;
+    {
+      emu::StreamGuard on_copy(copy_);  // the destination is the copy stream's block
+      d = Tensor::empty(host.shape(), host.dtype(), device_);
+    }
     // Delayed like a kernel (unlike the synchronous copies of core/emu/memory.cpp, which
     // the host waits for anyway): this transfer is what compute must be ordered after,
-    // so the delay widens the window a missing wait would leave open.
-    copy_.enqueue([d, host] { d.as_host_memory().copy_from(host); }, true, "copy");
+    // so the delay widens the window a missing wait would leave open. Like a DMA engine
+    // it holds addresses, not the tensors: the uploader keeps the host batch alive, and
+    // the device block stays the copy stream's, whose order the copy runs in.
+    if (host.nbytes() > 0)
+      copy_.enqueue([dst = const_cast<void*>(d.block_address()), src = host.raw(),
+                     n = host.nbytes()] { std::memcpy(dst, src, n); },
+                    true, "copy");
     return d;
+  }
+  void record_use_on_current(const Tensor& t) override {
+    if (t.nbytes() > 0) emu::record_stream(t.block_address(), emu::current_stream(device_.index));
   }
   std::shared_ptr<void> mark() override {
     auto e = std::make_shared<emu::Event>();

@@ -7,7 +7,8 @@
 # every method `sparsetrain sparsifiers` lists (after a dense warm-up), dense and MiCRO on
 # 4 ranks, the two-level exchange (2 nodes x 2 ranks), the LSTM language model, the 16-bit
 # dense exchange, bf16 and fp16 training, accumulation, SyncBN, error feedback turned off, a mid-epoch resume on emu against the uninterrupted CPU run, and
-# evaluation. With SPARSETRAIN_EMU_DELAY_US set, every stream task is delayed first, which
+# evaluation, forward overlap; every device in exclusive-process mode (no rank may open a
+# context on another's device). With SPARSETRAIN_EMU_DELAY_US set, every stream task is delayed first, which
 # turns a missing event or fence into a different result.
 #   tests/apps/emu_train_test.sh path/to/sparsetrain mpiexec [quick]
 set -uo pipefail
@@ -44,6 +45,11 @@ both() {  # both NAME NP ARGS...: the run on cpu and on emu
   runs=$((runs + 1))
 }
 
+# Every emulated device is in exclusive-process mode, as GPUs on many clusters are: a
+# rank that opens a context on another rank's device fails in one line.
+mkdir -p "$tmp/node"
+export SPARSETRAIN_EMU_EXCLUSIVE_DIR=$tmp/node
+
 runs=0
 methods=(none micro topk)
 [[ -n $quick ]] || mapfile -t methods < <("$bin" sparsifiers --json | /usr/bin/python3 -c '
@@ -55,6 +61,10 @@ for m in "${methods[@]}"; do
     --dense-warmup-iters 2
 done
 both micro_np4 4 "${resnet[@]}" --max-iters 8 --sparsifier micro --density 0.02
+# Forward overlap: buckets updated on the communication stream while the next forward and
+# what is left of backward run on the compute stream.
+both fwd_overlap 2 "${resnet[@]}" --max-iters 8 --sparsifier micro --density 0.05 --forward-overlap
+both fwd_overlap_dense 2 "${resnet[@]}" --max-iters 8 --forward-overlap
 # Two levels on 2 nodes x 2 ranks: groups split on both planes, the reduce-scatter on emu.
 both two_level_np4 4 "${resnet[@]}" --max-iters 8 --sparsifier topk --density 0.02 --hierarchy 2
 both topk_ef_off 2 "${resnet[@]}" --max-iters 8 --sparsifier topk --density 0.05 --sp ef=off

@@ -46,7 +46,9 @@ struct FakeBackend {
               events.push_back(std::make_unique<bool>(false));
               return events.back().get();
             },
-            [](void* e) { return *static_cast<bool*>(e); }, [this](void*) { ++events_destroyed; }};
+            [](void* e) { return *static_cast<bool*>(e); },
+            [this](void*) { ++events_destroyed; },
+            {}};
   }
 };
 

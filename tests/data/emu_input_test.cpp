@@ -4,10 +4,15 @@
 // so a batch read without that ordering would be read before its copy ran.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <thread>
 
 #include "core/emu/memory.h"
 #include "core/emu/runtime.h"
+#include "core/emu/stream.h"
 #include "core/upload.h"
 #include "data/device_prefetch.h"
 #include "data/synthetic.h"
@@ -93,6 +98,33 @@ TEST_F(EmuInput, ACopyFromPageableMemoryIsCounted) {
   for (int i = 0; i < 4; ++i) pinned.f32()[i] = static_cast<float>(i);
   expect_equal(pinned, up.finish(up.start({pinned}))[0], "pinned");
   EXPECT_EQ(emu::pageable_async_copies(), before + 1);
+}
+
+// A batch's block belongs to the copy stream; compute reads it later. Dropping the host's
+// last reference before compute has run must not hand the block to the next batch (the
+// uploader announces the compute stream, record_stream). The compute read is held back
+// by a gate and holds only the address, as a kernel does.
+TEST_F(EmuInput, ABatchIsNotReusedWhileComputeStillReadsIt) {
+  const Device dev = Device::emu(0);
+  InputUploader up(dev);
+  Tensor first = Tensor::full({1 << 12}, 1.0f), second = Tensor::full({1 << 12}, 2.0f);
+  Tensor on_device = up.finish(up.start({first}))[0];
+  emu::Stream& compute = emu::current_stream(0);
+  std::atomic<bool> open{false};
+  auto seen = std::make_shared<float>(0.0f);
+  compute.enqueue([&open] {
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  });
+  const void* address = on_device.block_address();
+  compute.enqueue([seen, address] { *seen = static_cast<const float*>(address)[0]; });
+  on_device = Tensor();  // the host is done with the batch; compute is not
+  const int64_t reused_before = emu::reused_blocks();
+  Tensor next = up.finish(up.start({second}))[0];
+  EXPECT_EQ(emu::reused_blocks(), reused_before) << "the batch's block went to the next one";
+  open = true;
+  compute.synchronize();
+  EXPECT_EQ(*seen, 1.0f) << "compute read the first batch after its block was reused";
+  expect_equal(second, next, "the second batch");
 }
 
 }  // namespace

@@ -313,24 +313,33 @@ void Reducer::launch(int b) {
 
 // A layer's backward may still read its weights after announcing their gradients (dx
 // needs W), so no bucket is updated before backward has ended: a bucket exchanged
-// earlier leaves its update to finalize(), one exchanged later applies it here at once.
+// earlier leaves its update to finalize(), one exchanged later applies it here once the
+// compute stream has passed every backward kernel (on an accelerator the host ends
+// backward when it has queued it, not when it has run).
 void Reducer::update_after_exchange(int b) {
   std::function<void()> update;
+  StreamPosition backward_end;
   {
     std::lock_guard<std::mutex> lock(update_mu_);
-    if (backward_done_)
+    if (backward_done_) {
       update = std::move(updates_[b]);
-    else
+      backward_end = backward_end_;
+    } else {
       exchanged_[b] = 1;
+    }
   }
-  if (update) update();
+  if (!update) return;
+  backward_end.wait();
+  update();
 }
 
 // At finalize(): the buckets whose exchange ended during backward, updated on this thread.
 void Reducer::apply_updates_held_for_backward() {
   std::vector<std::function<void()>> held;
+  const StreamPosition backward_end = StreamPosition::record_current(flat_.grads().device());
   {
     std::lock_guard<std::mutex> lock(update_mu_);
+    backward_end_ = backward_end;
     backward_done_ = true;
     for (size_t b = 0; b < buckets_.size(); ++b)
       if (exchanged_[b]) held.push_back(std::move(updates_[b]));

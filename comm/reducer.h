@@ -21,6 +21,7 @@
 
 #include "comm/communicator.h"
 #include "core/kernels/half.h"
+#include "core/stream_sync.h"
 #include "layers/flat_params.h"
 
 namespace st {
@@ -208,6 +209,11 @@ class Reducer {
   // exchange ended) and finalize() (backward ended).
   std::mutex update_mu_;
   bool backward_done_ = false;
+  // Where the compute stream is at finalize(): past every backward kernel the host has
+  // queued. On an accelerator the host finishes queueing backward long before the
+  // kernels run, and a layer's dx kernel reads W after it announced dW, so an update
+  // on the communication thread waits for this position, not only the bucket's ready one.
+  StreamPosition backward_end_;
   std::vector<char> exchanged_;                 // per bucket: exchange ended during backward
   std::vector<std::function<void()>> updates_;  // per bucket, this iteration
   int next_launch_ = 0;                         // into order_

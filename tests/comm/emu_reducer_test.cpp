@@ -8,14 +8,18 @@
 // fence leaves stale values and the comparison fails.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "comm/reducer.h"
 #include "core/emu/launch.h"
+#include "core/emu/stream.h"
 #include "layers/flat_params.h"
 #include "layers/layer.h"
 
@@ -103,6 +107,63 @@ TEST_P(EmuReducer, AveragesEveryBucketExactly) {
       EXPECT_EQ(wrong, 0) << params[k]->name << " step " << step << " of " << got.size();
     }
   }
+}
+
+// Shaped like a GPU convolution's backward: the dW kernel, the announcement, then the dx
+// kernel, which reads W; the host queues all three and returns at once. Each kernel takes
+// a while, so the dx kernel runs long after the host has called finalize().
+class ReadsWeightAfterAnnouncing : public Layer {
+ public:
+  ReadsWeightAfterAnnouncing() : w_(add_param("w", Shape{4096}, ParamKind::Weight)) {}
+  std::string describe() const override { return "ReadsWeightAfterAnnouncing"; }
+  Tensor backward(const Tensor&) override {
+    const Device d = w_.grad.device();
+    emu::launch(d.index, [g = w_.grad] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      g.as_host_memory().copy_from(Tensor::full(g.shape(), 1.0f));
+    });
+    w_.mark_grad_ready();
+    Tensor dx = Tensor::empty({1}, DType::F32, d);
+    emu::launch(d.index, [w = w_.value, dx] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      dx.as_host_memory().f32()[0] = w.as_host_memory().f32()[0];
+    });
+    return dx;
+  }
+
+ protected:
+  Tensor forward_cpu(const Tensor& x) override { return x; }
+  Tensor backward_cpu(const Tensor& dy) override { return dy; }
+
+ private:
+  Param& w_;
+};
+
+// Forward overlap updates a bucket on the communication thread once its exchange is done
+// and backward has ended. Ended means the compute stream has run backward's kernels, not
+// that the host has queued them: the update must not write W before the dx kernel read it.
+TEST(EmuForwardOverlap, AnUpdateWaitsForTheKernelsQueuedAfterTheAnnouncement) {
+  Communicator& c = *g_emu_world;
+  const Device emu = process_device();
+  ReadsWeightAfterAnnouncing layer;
+  FlatParams flat(layer, emu);
+  flat.values().copy_from(Tensor::full(flat.values().shape(), 5.0f));
+  Reducer reducer(flat, c, std::make_shared<AllreduceHook>(Precision::F32), ReducerOptions{});
+  reducer.set_bucket_update([&flat](const Bucket&) {
+    return std::function<void()>([v = flat.values()] {
+      emu::run_in_stream_order(
+          v.device().index, "an update",
+          [v] { v.as_host_memory().copy_from(Tensor::full(v.shape(), 7.0f)); }, true);
+    });
+  });
+  flat.zero_grads();
+  reducer.begin_backward();
+  const Tensor dx = layer.backward(Tensor::zeros({1}, DType::F32, emu));
+  reducer.finalize();
+  reducer.drain();
+  EXPECT_EQ(dx.to(Device::cpu()).to_vector()[0], 5.0f)
+      << "the update wrote W while backward's dx kernel was still to read it";
+  EXPECT_EQ(flat.values().to(Device::cpu()).to_vector()[0], 7.0f) << "the update ran";
 }
 
 INSTANTIATE_TEST_SUITE_P(Wire, EmuReducer,

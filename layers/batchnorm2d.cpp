@@ -90,6 +90,16 @@ void BatchNorm2d::synced_statistics(const Tensor& x, float* mean, float* var, fl
   }
 }
 
+std::optional<TensorSpec> BatchNorm2d::output_spec(const Tensor& x) const {
+  check_input(x);
+  // Synchronised statistics run a collective inside forward: the host waits for it.
+  if (training_ && sync_) return std::nullopt;
+  const TensorSpec in = taken_spec(x);
+  // Plain input is computed (and written) in float32; blocked keeps its type.
+  if (in.layout == Layout::Plain) return TensorSpec{x.shape()};
+  return in;
+}
+
 Tensor BatchNorm2d::forward_cpu(const Tensor& x_in) {
   check_input(x_in);
   const bool synced = training_ && sync_;

@@ -11,6 +11,7 @@ namespace st {
 
 class BatchNorm2d : public Layer {
  public:
+  ~BatchNorm2d() override { finish_queued_work(); }  // its queued tasks read its members
   explicit BatchNorm2d(int64_t channels, float eps = 1e-5f, float momentum = 0.1f);
   std::string describe() const override { return "BatchNorm2d(" + std::to_string(c_) + ")"; }
   Param& weight() { return *gamma_; }
@@ -27,6 +28,7 @@ class BatchNorm2d : public Layer {
   // statistics it works on plain float32 tensors.
   bool takes_blocked() const override { return c_ % 16 == 0; }
   bool takes_bf16() const override { return c_ % 16 == 0; }
+  std::optional<TensorSpec> output_spec(const Tensor& x) const override;
 
  protected:
   ST_LAYER_CPU_AND_CUDA

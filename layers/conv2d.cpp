@@ -86,6 +86,19 @@ Precision Conv2d::emulated() const {
   return precision_ == Precision::BF16 && uses_onednn() ? Precision::F32 : precision_;
 }
 
+std::optional<TensorSpec> Conv2d::output_spec(const Tensor& x) const {
+  const cpu::ConvGeometry g = geometry(x);
+  const Shape y{x.dim(0), cout_, g.oh, g.ow};
+  if (!uses_onednn()) return TensorSpec{y};
+  const cpu::ConvDTypes io{taken_spec(x).dtype == DType::BF16,
+                           precision_ == Precision::BF16 && blocked_output_};
+  // oneDNN chooses the output's layout when it builds the primitives, in the first
+  // forward of an input shape: that forward runs as a task the host waits for.
+  if (!onednn_ || !onednn_->matches(x.dim(0), g, io)) return std::nullopt;
+  const bool blocked = blocked_output_ && takes_blocked() && onednn_->writes_blocked_in_place();
+  return TensorSpec{y, io.y_dtype(), blocked ? Layout::Blocked16 : Layout::Plain};
+}
+
 Tensor Conv2d::forward_cpu(const Tensor& x) {
   g_ = geometry(x);
   x_ = cpu::rounded(x, emulated());  // F32 (also for oneDNN's bf16): x itself

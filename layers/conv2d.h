@@ -16,9 +16,11 @@ enum class CpuConvAlgo { Auto, Im2col, OneDnn };
 
 class Conv2d : public Layer {
  public:
+  ~Conv2d() override { finish_queued_work(); }  // its queued tasks read its members
   Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride, int pad, bool bias,
          Rng& rng);
   std::string describe() const override;
+  std::optional<TensorSpec> output_spec(const Tensor& x) const override;
   Param& weight() { return *weight_; }
   Param* bias() { return bias_; }
   int64_t in_channels() const { return cin_; }

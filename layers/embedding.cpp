@@ -26,6 +26,10 @@ Shape Embedding::output_shape(const Tensor& x) const {
   return Shape(dims);
 }
 
+std::optional<TensorSpec> Embedding::output_spec(const Tensor& x) const {
+  return TensorSpec{output_shape(x)};
+}
+
 Tensor Embedding::forward_cpu(const Tensor& x) {
   const Shape out_shape = output_shape(x);
   const int64_t n = x.numel();

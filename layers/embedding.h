@@ -12,10 +12,13 @@ namespace st {
 
 class Embedding : public Layer {
  public:
+  ~Embedding() override { finish_queued_work(); }  // its queued tasks read its members
   // Weights uniform in [-init_range, init_range] (0.1 in the PyTorch word-language-model
   // example and in Zaremba et al. 2014's small model).
   Embedding(int64_t num_embeddings, int64_t dim, Rng& rng, float init_range = 0.1f);
   std::string describe() const override;
+  std::optional<TensorSpec> output_spec(const Tensor& x) const override;
+  bool has_input_grad() const override { return false; }  // token ids have none
   Param& weight() { return *weight_; }
   int64_t num_embeddings() const { return num_; }
   int64_t dim() const { return dim_; }

@@ -1,6 +1,11 @@
 #include "layers/layer.h"
 
+#include <algorithm>
+#include <sstream>
+
+#include "core/emu/launch.h"
 #include "core/emu/runtime.h"
+#include "core/emu/stream.h"
 #include "core/kernels/half.h"
 #include "core/layout.h"
 #include "layers/emu_dispatch.h"
@@ -50,12 +55,52 @@ Tensor as_taken(const Layer& layer, const Tensor& t) {
   return layer.takes_blocked() ? r : to_plain(r);
 }
 
+TensorSpec spec_of(const Tensor& t) {
+  return {t.shape(), t.dtype(), t.layout()};
+}
+
+// Writes what a queued layer computed into the output the host handed out, after checking
+// that the host's shape inference described it.
+void deliver(const Layer& layer, const char* what, const Tensor& computed, const Tensor& out) {
+  ST_CHECK(spec_of(computed) == spec_of(out), layer.describe(), ": its ", what, " is ",
+           to_string(spec_of(computed)), " but its shape inference said ", to_string(spec_of(out)));
+  Tensor o = out.as_host_memory();
+  o.copy_from(computed);
+}
+
+bool on_emu_host_thread(const Tensor& t) {
+  return t.device().is_emu() && emu::executing_device() != t.device().index;
+}
+
 }  // namespace
+
+std::vector<Param*>*& grad_ready_sink() {
+  thread_local std::vector<Param*>* sink = nullptr;
+  return sink;
+}
+
+std::string to_string(const TensorSpec& spec) {
+  std::ostringstream s;
+  s << dtype_name(spec.dtype) << spec.shape << (spec.layout == Layout::Plain ? "" : " blocked");
+  return s.str();
+}
+
+TensorSpec Layer::taken_spec(const Tensor& x) const {
+  TensorSpec t = spec_of(x);
+  if (t.dtype == DType::BF16 && !takes_bf16()) t.dtype = DType::F32;
+  if (!takes_blocked()) t.layout = Layout::Plain;
+  return t;
+}
 
 Tensor Layer::forward(const Tensor& x) {
   for (auto& [name, p] : params_)
     if (p->before_forward) p->before_forward(*p);
   if (x.device().is_cuda()) return forward_cuda(x);
+  queued_.reset();
+  if (on_emu_host_thread(x)) {
+    if (routes_on_host()) return forward_cpu(x);
+    if (std::optional<TensorSpec> y = output_spec(x)) return queue_forward(x, *y);
+  }
   // On an emulated device the conversion is part of the layer's task.
   const auto body = [&] { return forward_cpu(as_taken(*this, x)); };
   if (x.device().is_emu()) return run_on_emu(x.device(), body);
@@ -68,9 +113,73 @@ Tensor Layer::backward(const Tensor& dy) {
   if (!dy.device().is_emu()) return body();
   // Inside a parent's task the parent's relay already holds the hooks.
   if (emu::executing_device() == dy.device().index) return run_on_emu(dy.device(), body);
+  if (routes_on_host()) return backward_cpu(dy);
+  if (queued_) return queue_backward(dy, *queued_);
   GradReadyRelay relay(*this);
   Tensor dx = run_on_emu(dy.device(), body);
   relay.replay();
+  return dx;
+}
+
+void Layer::mark_queued_done(Device d) {
+  if (!queued_done_) queued_done_ = std::make_shared<emu::Event>();
+  queued_done_->record(emu::current_stream(d.index));
+}
+
+void Layer::finish_queued_work() const noexcept {
+  if (queued_done_) queued_done_->synchronize();
+}
+
+// The layer's forward as one queued task writing into an output sized on the host. The
+// task holds the input and the output (the memory stays valid until it has run) and the
+// layer, which outlives its queued work as a CUDA module outlives its kernels.
+Tensor Layer::queue_forward(const Tensor& x, const TensorSpec& y_spec) {
+  const Device d = x.device();
+  Tensor y = Tensor::empty(y_spec.shape, y_spec.dtype, d).with_layout(y_spec.layout);
+  emu::launch(d.index,
+              [this, x, y] { deliver(*this, "output", forward_cpu(as_taken(*this, x)), y); });
+  queued_ = Queued{y_spec, taken_spec(x)};
+  mark_queued_done(d);
+  return y;
+}
+
+// The layer's backward as one queued task; the host announces the layer's gradients right
+// after queueing it, so an event the reducer records then follows the task. Inside the
+// task the layer's own announcements are collected and must name the same parameters.
+Tensor Layer::queue_backward(const Tensor& dy, const Queued& shapes) {
+  // Checked on the host before anything is queued or announced, as a GPU layer checks
+  // its arguments before launching.
+  expect_shape("gradient", shapes.y.shape, dy.shape());
+  const TensorSpec& dx_spec = shapes.dx;
+  const Device d = dy.device();
+  std::vector<Param*> own;
+  for (auto& [name, p] : params_) own.push_back(p.get());
+  Tensor dx;
+  if (has_input_grad())
+    dx = Tensor::empty(dx_spec.shape, dx_spec.dtype, d).with_layout(dx_spec.layout);
+  emu::launch(d.index, [this, dy, dx, own] {
+    std::vector<Param*> announced;
+    std::vector<Param*>*& sink = grad_ready_sink();
+    sink = &announced;
+    Tensor computed;
+    try {
+      computed = backward_cpu(as_taken(*this, dy));
+    } catch (...) {
+      sink = nullptr;
+      throw;
+    }
+    sink = nullptr;
+    std::vector<Param*> want = own;
+    std::sort(announced.begin(), announced.end());
+    std::sort(want.begin(), want.end());
+    ST_CHECK(announced == want, describe(), ": its backward announced ", announced.size(),
+             " gradients, but the layer owns ", want.size(), " parameters");
+    if (dx.defined()) deliver(*this, "input gradient", computed, dx);
+  });
+  queued_.reset();
+  mark_queued_done(d);
+  // In registration order, as the layers' own code announces them.
+  for (Param* p : own) p->mark_grad_ready();
   return dx;
 }
 

@@ -4,11 +4,13 @@
 // forward/backward dispatch on the input's device to the *_cpu or *_cuda overrides;
 // a layer without a CUDA override fails loudly on a CUDA tensor. On the emulated device
 // the *_cpu overrides run as a task on the calling thread's current stream
-// (layers/emu_dispatch.h), with outputs and parameter gradients in device memory.
+// (layers/emu_dispatch.h), with outputs and parameter gradients in device memory: queued
+// without a wait where the layer infers its output (output_spec), else waited for.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,21 @@
 
 namespace st {
 
+namespace emu {
+class Event;
+}
+
 class Layer;
+
+// A tensor's description without its memory: what shape inference produces.
+struct TensorSpec {
+  Shape shape;
+  DType dtype = DType::F32;
+  Layout layout = Layout::Plain;
+  bool operator==(const TensorSpec&) const = default;
+};
+std::string to_string(const TensorSpec& spec);
+
 using ParamVisitor = std::function<void(const std::string& name, Param& p)>;
 // Called around each child's backward by containers: (dotted path, true at begin /
 // false at end). The trainer uses it to draw per-layer backward spans on the timeline.
@@ -55,6 +71,19 @@ class Layer {
   // the layers of a ResNet under --precision bf16, docs/PRECISION.md). A layer that does
   // not gets them widened to float32 by forward() and backward().
   virtual bool takes_bf16() const { return false; }
+  // Shape inference apart from compute, as every GPU framework has it: what forward(x)
+  // will return, from x's shape, type and layout alone (x's memory must not be read). On
+  // the emulated device a layer that answers has its forward and backward queued on the
+  // calling thread's current stream and the host returns at once, as with a GPU's kernel
+  // launches; one that does not (the default, or an answer that needs state the work
+  // itself builds first) runs as a task the host waits for. The answer is checked when the
+  // task runs. The input gradient is taken to be described by taken_spec(x).
+  virtual std::optional<TensorSpec> output_spec(const Tensor& /*x*/) const { return std::nullopt; }
+  // Whether backward returns an input gradient (false for an input of token ids).
+  virtual bool has_input_grad() const { return true; }
+  // Containers only route their children's calls: on the emulated device they run on the
+  // host, so each child is queued on its own.
+  virtual bool routes_on_host() const { return false; }
 
   // Visits own parameters/buffers with `prefix` prepended ("layer1.0.conv1." + "weight").
   virtual void visit_params(const std::string& prefix, const ParamVisitor& fn);
@@ -80,6 +109,12 @@ class Layer {
   // Throws "<describe()>: expected <what> shape <want>, got <got>".
   void expect_shape(const char* what, const Shape& want, const Shape& got) const;
   void expect_rank(const Tensor& x, int rank, const char* layout) const;
+  // What forward_cpu receives for x (layers/layer.cpp's conversions), as a description.
+  TensorSpec taken_spec(const Tensor& x) const;
+  // Blocks until the work this layer queued on the emulated device has run. A layer that
+  // answers output_spec calls it first in its destructor: that work is the layer's own CPU
+  // code and reads its members (a GPU kernel reads only device memory).
+  void finish_queued_work() const noexcept;
 
   bool training_ = true;
 
@@ -87,6 +122,17 @@ class Layer {
   // unique_ptr keeps addresses stable: Param& handed out stays valid.
   std::vector<std::pair<std::string, std::unique_ptr<Param>>> params_;
   std::vector<std::pair<std::string, std::unique_ptr<Buffer>>> buffers_;
+  // Set by a forward queued on the emulated device: its output and what its backward's
+  // input gradient will be; empty after a forward the host waited for.
+  struct Queued {
+    TensorSpec y, dx;
+  };
+  std::optional<Queued> queued_;
+  std::shared_ptr<emu::Event> queued_done_;  // after this layer's latest queued task
+
+  void mark_queued_done(Device d);
+  Tensor queue_forward(const Tensor& x, const TensorSpec& y_spec);
+  Tensor queue_backward(const Tensor& dy, const Queued& shapes);
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

@@ -41,6 +41,13 @@ void Linear::check_input(const Tensor& x) const {
            "], got ", x.shape());
 }
 
+std::optional<TensorSpec> Linear::output_spec(const Tensor& x) const {
+  // A tied weight's gradient is announced by its owner: backward stays one waited task.
+  if (tied_) return std::nullopt;
+  check_input(x);
+  return TensorSpec{Shape{x.dim(0), out_}};
+}
+
 Tensor Linear::forward_cpu(const Tensor& x) {
   check_input(x);
   x_ = cpu::rounded(x, precision_);

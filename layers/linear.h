@@ -12,10 +12,12 @@ namespace st {
 
 class Linear : public Layer {
  public:
+  ~Linear() override { finish_queued_work(); }  // its queued tasks read its members
   Linear(int64_t in_features, int64_t out_features, bool bias, Rng& rng);
   // Tied: W = `shared` [out, in], owned by another layer; registers only "bias" (zeros).
   Linear(Param& shared, bool bias);
   std::string describe() const override;
+  std::optional<TensorSpec> output_spec(const Tensor& x) const override;
   Param& weight() { return *weight_; }
   Param* bias() { return bias_; }
   // Mixed precision (docs/PRECISION.md): the fp32 GEMM runs on operands (x, w, dy) rounded

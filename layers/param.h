@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -32,10 +33,19 @@ struct Param {
   Tensor sq_grad;
   bool provides_sq_grad = false;
 
-  void mark_grad_ready() {
-    if (on_grad_ready) on_grad_ready(*this);
-  }
+  void mark_grad_ready();
 };
+
+// Where announcements go inside a layer's queued backward on the emulated device: the host
+// has announced the layer's gradients already, in stream order after the task
+// (layers/layer.cpp), so the task's own calls are collected here and checked against them.
+// Null everywhere else.
+std::vector<Param*>*& grad_ready_sink();
+
+inline void Param::mark_grad_ready() {
+  if (std::vector<Param*>* sink = grad_ready_sink()) return sink->push_back(this);
+  if (on_grad_ready) on_grad_ready(*this);
+}
 
 // A persistent non-trainable tensor (BatchNorm running statistics).
 struct Buffer {

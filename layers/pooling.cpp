@@ -28,6 +28,11 @@ PoolGeometry Pool2d::geometry(const Tensor& x) const {
   return g;
 }
 
+std::optional<TensorSpec> Pool2d::output_spec(const Tensor& x) const {
+  const PoolGeometry g = geometry(x);
+  return TensorSpec{Shape{g.n, g.c, g.oh, g.ow}};
+}
+
 Tensor MaxPool2d::forward_cpu(const Tensor& x) {
   g_ = geometry(x);
   const PoolGeometry g = g_;

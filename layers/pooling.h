@@ -17,6 +17,7 @@ struct PoolGeometry {
 class Pool2d : public Layer {
  public:
   std::string describe() const override;
+  std::optional<TensorSpec> output_spec(const Tensor& x) const override;
 
  protected:
   Pool2d(const char* type, int kernel, int stride, int pad);
@@ -30,6 +31,7 @@ class Pool2d : public Layer {
 
 class MaxPool2d : public Pool2d {
  public:
+  ~MaxPool2d() override { finish_queued_work(); }  // its queued tasks read its members
   MaxPool2d(int kernel, int stride, int pad = 0) : Pool2d("MaxPool2d", kernel, stride, pad) {}
 
  protected:
@@ -42,6 +44,7 @@ class MaxPool2d : public Pool2d {
 // Average counts padded zeros (PyTorch's default count_include_pad=True).
 class AvgPool2d : public Pool2d {
  public:
+  ~AvgPool2d() override { finish_queued_work(); }  // its queued tasks read its members
   AvgPool2d(int kernel, int stride, int pad = 0) : Pool2d("AvgPool2d", kernel, stride, pad) {}
 
  protected:
@@ -50,10 +53,15 @@ class AvgPool2d : public Pool2d {
 
 class GlobalAvgPool2d : public Layer {
  public:
+  ~GlobalAvgPool2d() override { finish_queued_work(); }  // its queued tasks read its members
   std::string describe() const override { return "GlobalAvgPool2d"; }
   // Reads the 16-channel blocked layout (core/layout.h) too: the [N, C, 1, 1] output is
   // plain, and dx comes back in the layout x came in.
   bool takes_blocked() const override { return true; }
+  std::optional<TensorSpec> output_spec(const Tensor& x) const override {
+    if (x.rank() != 4) return std::nullopt;  // forward's own check names the shape
+    return TensorSpec{Shape{x.dim(0), x.dim(1), 1, 1}};
+  }
 
  protected:
   ST_LAYER_CPU_AND_CUDA

@@ -19,6 +19,7 @@ class Container : public Layer {
   // Containers only route: each child converts what it does not take.
   bool takes_blocked() const override { return true; }
   bool takes_bf16() const override { return true; }
+  bool routes_on_host() const override { return true; }
 
  protected:
   // (path segment, child) in registration order.
@@ -63,9 +64,8 @@ class Residual : public Container {
 
  protected:
   std::vector<std::pair<std::string, Layer*>> children() override;
-  // The routing and the add are device-generic (core/ops.h); dispatching them through
-  // Layer::forward/backward makes a whole block one task on the emulated device, whose
-  // host code must not add device tensors itself.
+  // The routing and the add are device-generic (core/ops.h): on the emulated device they
+  // run on the host (routes_on_host), each child and the add queued on the stream.
   Tensor forward_cpu(const Tensor& x) override { return route_forward(x); }
   Tensor backward_cpu(const Tensor& dy) override { return route_backward(dy); }
   Tensor forward_cuda(const Tensor& x) override { return route_forward(x); }

@@ -21,7 +21,12 @@ ST_HD int32_t plane_argmax(const float* x, int64_t n) {
 
 class GlobalMaxPool2d : public Layer {
  public:
+  ~GlobalMaxPool2d() override { finish_queued_work(); }  // its queued tasks read its members
   std::string describe() const override { return "GlobalMaxPool2d"; }
+  std::optional<TensorSpec> output_spec(const Tensor& x) const override {
+    if (x.rank() != 4) return std::nullopt;  // forward's own check names the shape
+    return TensorSpec{Shape{x.dim(0), x.dim(1), 1, 1}};
+  }
 
  protected:
   ST_LAYER_CPU_AND_CUDA

@@ -39,6 +39,13 @@ int64_t ShortcutPadA::source(Layout layout, int64_t img, int64_t c, int64_t i, i
 // Either layout and either float format: channel_walk (core/layout.h) places an output
 // plane, source() finds each value's origin. A padded channel is all zeros in forward and
 // receives nothing in backward.
+std::optional<TensorSpec> ShortcutPadA::output_spec(const Tensor& x) const {
+  check_input(x);
+  const TensorSpec in = taken_spec(x);
+  return TensorSpec{Shape{x.dim(0), cout_, out_extent(x.dim(2)), out_extent(x.dim(3))}, in.dtype,
+                    in.layout};
+}
+
 Tensor ShortcutPadA::forward_cpu(const Tensor& x) {
   check_input(x);
   in_shape_ = x.shape();

@@ -23,6 +23,7 @@ ST_HD int64_t shortcut_pad_source(int64_t c, int64_t i, int64_t j, int64_t front
 
 class ShortcutPadA : public Layer {
  public:
+  ~ShortcutPadA() override { finish_queued_work(); }  // its queued tasks read its members
   ShortcutPadA(int64_t in_channels, int64_t out_channels, int stride);
   std::string describe() const override;
   // Output spatial extent for an input extent: ceil(h / stride), like a stride-s 3x3 conv
@@ -33,6 +34,7 @@ class ShortcutPadA : public Layer {
   bool takes_blocked() const override { return cin_ % 16 == 0 && cout_ % 16 == 0; }
   // And bfloat16 activations, for the same reason.
   bool takes_bf16() const override { return true; }
+  std::optional<TensorSpec> output_spec(const Tensor& x) const override;
 
  protected:
   ST_LAYER_CPU_AND_CUDA

@@ -31,7 +31,7 @@ install(TARGETS sparsetrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 set(ST_PUBLIC_HEADERS
     core/build_info.h core/device.h core/dtype.h core/error.h core/host_device.h core/ops.h
     core/parallel.h core/rng.h core/safetensors.h core/shape.h core/storage.h core/tensor.h
-    core/timer.h core/upload.h core/kernels/conv_onednn.h core/kernels/half.h
+    core/stream_sync.h core/timer.h core/upload.h core/kernels/conv_onednn.h core/kernels/half.h
     core/kernels/im2col.h
     layers/batchnorm2d.h layers/conv2d.h layers/dropout.h layers/embedding.h
     layers/flat_params.h layers/flatten.h layers/init.h layers/layer.h layers/linear.h

@@ -131,6 +131,33 @@ class NcclCommunicator : public Communicator {
     check("ncclGroupEnd", ncclGroupEnd());
     wait("allgatherv");
   }
+  // The node level of the two-level exchange. ncclReduceScatter takes equal parts only, so
+  // each rank's part is an ncclReduce to that rank, grouped: summed on the device, with no
+  // full allreduce and no copy through the host.
+  void reduce_scatter(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override {
+    require_cuda(in, "reduce_scatter");
+    require_cuda(out, "reduce_scatter");
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    ST_CHECK(static_cast<int>(counts.size()) == size() && total == in.numel() &&
+                 out.numel() == counts[static_cast<size_t>(rank())] && out.dtype() == in.dtype(),
+             "NCCL reduce_scatter on rank ", rank(), ": input ", in.str(), " and output ",
+             out.str(), " do not fit ", counts.size(), " counts of ", total, " elements");
+    cuda::DeviceGuard guard(device_);
+    after_callers_stream();
+    const size_t elem = dtype_size(in.dtype());
+    const char* base = static_cast<const char*>(in.raw());
+    int64_t offset = 0;
+    check("ncclGroupStart", ncclGroupStart());
+    for (int r = 0; r < size(); ++r) {
+      const size_t n = static_cast<size_t>(counts[static_cast<size_t>(r)]);
+      check("ncclReduce", ncclReduce(base + offset * elem, r == rank() ? out.raw() : nullptr, n,
+                                     nccl_type(in.dtype()), ncclSum, r, comm_, stream_->get()));
+      offset += static_cast<int64_t>(n);
+    }
+    check("ncclGroupEnd", ncclGroupEnd());
+    wait("reduce_scatter");
+  }
   void broadcast(Tensor& t, int root) override {
     require_cuda(t, "broadcast");
     cuda::DeviceGuard guard(device_);

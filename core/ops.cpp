@@ -20,7 +20,7 @@ void copy_async(Tensor& dst, const Tensor& src) {
            src.str());
   if (dst.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
-    cuda::copy_async(dst.raw(), src.raw(), dst.nbytes());
+    cuda::copy_async(dst.device().index, dst.raw(), src.raw(), dst.nbytes());
 #endif
     return;
   }
@@ -58,7 +58,7 @@ void add_inplace(Tensor& dst, const Tensor& src) {
   const float* s = src.f32_in_layout();
   if (dst.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
-    cuda::add_inplace(d, s, n);
+    cuda::add_inplace(dst.device().index, d, s, n);
 #endif
     return;
   }
@@ -85,7 +85,7 @@ void scale_inplace(Tensor& x, float alpha) {
   float* p = x.f32();
   if (x.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
-    cuda::scale_inplace(p, alpha, n);
+    cuda::scale_inplace(x.device().index, p, alpha, n);
 #endif
     return;
   }
@@ -100,7 +100,7 @@ double sum_squares(const Tensor& x) {
   const float* p = x.f32();
   if (x.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
-    return cuda::sum_squares(p, n);
+    return cuda::sum_squares(x.device().index, p, n);
 #endif
   }
   // simd: the double sum in vector lanes (a serial chain of double adds took 2% of an

@@ -27,10 +27,12 @@ double sum_squares(const std::vector<Tensor>& xs);
 
 #ifdef SPARSETRAIN_WITH_CUDA
 namespace cuda {
-void copy_async(void* dst, const void* src, size_t bytes);
-void add_inplace(float* dst, const float* src, int64_t n);
-void scale_inplace(float* x, float alpha, int64_t n);
-double sum_squares(const float* x, int64_t n);
+// `device` is the operands' GPU, which the caller knows from its tensors (asking the
+// driver per pointer would cost a cudaPointerGetAttributes call per op).
+void copy_async(int device, void* dst, const void* src, size_t bytes);
+void add_inplace(int device, float* dst, const float* src, int64_t n);
+void scale_inplace(int device, float* x, float alpha, int64_t n);
+double sum_squares(int device, const float* x, int64_t n);
 // Per-tensor sums of squares of xs[i] (ns[i] floats) on device `device`, in one round trip.
 std::vector<double> sum_squares_each(const std::vector<const float*>& xs,
                                      const std::vector<int64_t>& ns, int device);

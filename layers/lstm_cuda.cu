@@ -294,10 +294,10 @@ Tensor Lstm::backward_cuda(const Tensor& dy) {
         L.dweights.raw(), work_bytes, data_or_null(work), reserve_bytes, data_or_null(L.reserve)));
     // Accumulate cuDNN's packed gradient into the parameters (the layer contract's +=).
     for (int k = 0; k < 4; ++k) {
-      cuda::add_inplace(w_ih_[l]->grad.f32() + k * H * in_l, L.dw_blocks[k], H * in_l);
-      cuda::add_inplace(w_hh_[l]->grad.f32() + k * H * H, L.dw_blocks[4 + k], H * H);
-      cuda::add_inplace(b_ih_[l]->grad.f32() + k * H, L.db_blocks[k], H);
-      cuda::add_inplace(b_hh_[l]->grad.f32() + k * H, L.db_blocks[4 + k], H);
+      cuda::add_inplace(dev, w_ih_[l]->grad.f32() + k * H * in_l, L.dw_blocks[k], H * in_l);
+      cuda::add_inplace(dev, w_hh_[l]->grad.f32() + k * H * H, L.dw_blocks[4 + k], H * H);
+      cuda::add_inplace(dev, b_ih_[l]->grad.f32() + k * H, L.db_blocks[k], H);
+      cuda::add_inplace(dev, b_hh_[l]->grad.f32() + k * H, L.db_blocks[4 + k], H);
     }
     mark_layer_ready(l);
     grad = dx;

@@ -41,24 +41,21 @@ void sum_squares_into(const float* x, int64_t n, double* out, int dev, cudaStrea
 
 }  // namespace
 
-void copy_async(void* dst, const void* src, size_t bytes) {
+void copy_async(int dev, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
-  const int dev = device_of(dst);
   DeviceGuard guard(dev);
   ST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, current_stream(dev)));
 }
 
-void add_inplace(float* dst, const float* src, int64_t n) {
+void add_inplace(int dev, float* dst, const float* src, int64_t n) {
   if (n == 0) return;
-  const int dev = device_of(dst);
   DeviceGuard guard(dev);
   add_kernel<<<grid_for(n), kBlock, 0, current_stream(dev)>>>(dst, src, n);
   ST_CUDA_CHECK_LAUNCH();
 }
 
-void scale_inplace(float* x, float alpha, int64_t n) {
+void scale_inplace(int dev, float* x, float alpha, int64_t n) {
   if (n == 0) return;
-  const int dev = device_of(x);
   DeviceGuard guard(dev);
   scale_kernel<<<grid_for(n), kBlock, 0, current_stream(dev)>>>(x, alpha, n);
   ST_CUDA_CHECK_LAUNCH();
@@ -81,9 +78,9 @@ std::vector<double> sum_squares_each(const std::vector<const float*>& xs,
   return result;
 }
 
-double sum_squares(const float* x, int64_t n) {
+double sum_squares(int dev, const float* x, int64_t n) {
   if (n == 0) return 0.0;
-  return sum_squares_each({x}, {n}, device_of(x)).front();
+  return sum_squares_each({x}, {n}, dev).front();
 }
 
 }  // namespace st::cuda

@@ -1,6 +1,8 @@
 #include "layers/layer.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <sstream>
 
 #include "core/emu/launch.h"
@@ -121,13 +123,31 @@ Tensor Layer::backward(const Tensor& dy) {
   return dx;
 }
 
-void Layer::mark_queued_done(Device d) {
-  if (!queued_done_) queued_done_ = std::make_shared<emu::Event>();
-  queued_done_->record(emu::current_stream(d.index));
+struct Layer::QueuedTasks {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t pending = 0;
+};
+
+std::shared_ptr<void> Layer::count_queued_task() {
+  if (!queued_tasks_) queued_tasks_ = std::make_shared<QueuedTasks>();
+  std::shared_ptr<QueuedTasks> q = queued_tasks_;
+  {
+    std::lock_guard<std::mutex> lock(q->mu);
+    ++q->pending;
+  }
+  // Released when the task has run (or is dropped), whatever it threw.
+  return std::shared_ptr<void>(nullptr, [q](void*) {
+    std::lock_guard<std::mutex> lock(q->mu);
+    --q->pending;
+    q->cv.notify_all();
+  });
 }
 
 void Layer::finish_queued_work() const noexcept {
-  if (queued_done_) queued_done_->synchronize();
+  if (!queued_tasks_) return;
+  std::unique_lock<std::mutex> lock(queued_tasks_->mu);
+  queued_tasks_->cv.wait(lock, [&] { return queued_tasks_->pending == 0; });
 }
 
 // The layer's forward as one queued task writing into an output sized on the host. The
@@ -136,10 +156,10 @@ void Layer::finish_queued_work() const noexcept {
 Tensor Layer::queue_forward(const Tensor& x, const TensorSpec& y_spec) {
   const Device d = x.device();
   Tensor y = Tensor::empty(y_spec.shape, y_spec.dtype, d).with_layout(y_spec.layout);
-  emu::launch(d.index,
-              [this, x, y] { deliver(*this, "output", forward_cpu(as_taken(*this, x)), y); });
+  emu::launch(d.index, [this, x, y, counted = count_queued_task()] {
+    deliver(*this, "output", forward_cpu(as_taken(*this, x)), y);
+  });
   queued_ = Queued{y_spec, taken_spec(x)};
-  mark_queued_done(d);
   return y;
 }
 
@@ -157,7 +177,7 @@ Tensor Layer::queue_backward(const Tensor& dy, const Queued& shapes) {
   Tensor dx;
   if (has_input_grad())
     dx = Tensor::empty(dx_spec.shape, dx_spec.dtype, d).with_layout(dx_spec.layout);
-  emu::launch(d.index, [this, dy, dx, own] {
+  emu::launch(d.index, [this, dy, dx, own, counted = count_queued_task()] {
     std::vector<Param*> announced;
     std::vector<Param*>*& sink = grad_ready_sink();
     sink = &announced;
@@ -177,7 +197,6 @@ Tensor Layer::queue_backward(const Tensor& dy, const Queued& shapes) {
     if (dx.defined()) deliver(*this, "input gradient", computed, dx);
   });
   queued_.reset();
-  mark_queued_done(d);
   // In registration order, as the layers' own code announces them.
   for (Param* p : own) p->mark_grad_ready();
   return dx;

@@ -33,10 +33,6 @@
 
 namespace st {
 
-namespace emu {
-class Event;
-}
-
 class Layer;
 
 // A tensor's description without its memory: what shape inference produces.
@@ -128,9 +124,13 @@ class Layer {
     TensorSpec y, dx;
   };
   std::optional<Queued> queued_;
-  std::shared_ptr<emu::Event> queued_done_;  // after this layer's latest queued task
+  // This layer's queued tasks not yet run (counted by the tasks themselves, so no stream
+  // work is added for it).
+  struct QueuedTasks;
+  std::shared_ptr<QueuedTasks> queued_tasks_;
 
-  void mark_queued_done(Device d);
+  // Counts a task being queued; the returned guard, moved into the task, counts it done.
+  std::shared_ptr<void> count_queued_task();
   Tensor queue_forward(const Tensor& x, const TensorSpec& y_spec);
   Tensor queue_backward(const Tensor& dy, const Queued& shapes);
 };

@@ -44,7 +44,7 @@ CachingAllocator& device_allocator() {
                    [](void* ptr, int) { std::free(ptr); },
                    [](const void* key, int) -> void* {
                      auto* e = new Event;
-                     e->record(stream_of(key));
+                     e->record(stream_of(key), "mark a freed block");
                      return e;
                    },
                    [](void* e) { return static_cast<Event*>(e)->ready(); },

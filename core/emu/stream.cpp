@@ -167,7 +167,7 @@ void Stream::wait(const Event& e) {
 
 Event::Event() : state_(std::make_shared<State>()) {}
 
-void Event::record(Stream& s) {
+void Event::record(Stream& s, const char* what) {
   std::shared_ptr<State> st = state_;
   uint64_t target = 0;
   {
@@ -180,7 +180,7 @@ void Event::record(Stream& s) {
         st->done = std::max(st->done, target);
         st->cv.notify_all();
       },
-      false, "record event");
+      false, what);
 }
 
 void Event::synchronize() const {

@@ -54,8 +54,9 @@ class Stream {
 class Event {
  public:
   Event();
-  // Marks the position of everything queued on `s` so far.
-  void record(Stream& s);
+  // Marks the position of everything queued on `s` so far. `what` names the mark for a
+  // task observer (a string literal).
+  void record(Stream& s, const char* what = "record event");
   // Blocks the host until the latest record has run.
   void synchronize() const;
   bool ready() const;

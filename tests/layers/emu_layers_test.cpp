@@ -4,8 +4,12 @@
 // runs the same kernels (convolution rows on every CPU algorithm, oneDNN included). The
 // ctest entry emu_layers_delayed runs them again with every stream task delayed.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <thread>
 
+#include "core/emu/stream.h"
+#include "core/layout.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
@@ -13,6 +17,7 @@
 #include "layers/pooling.h"
 #include "layers/relu.h"
 #include "layers/sequential.h"
+#include "models/registry.h"
 #include "tests/gradcheck.h"
 #include "tests/layers/layer_cases.h"
 
@@ -97,6 +102,42 @@ TEST(EmuLayers, ErrorsInsideTheTaskReachTheCaller) {
   EXPECT_EQ(announced, 0);
   fc.backward(Tensor::zeros({3, 2}, DType::F32, kEmu));
   EXPECT_EQ(announced, 2);
+}
+
+// The host launches a ResNet's forward and backward and returns while the stream has run
+// none of it (a task holds the stream until the host is back): every layer inferred its
+// output on the host. Only the first forward of an input shape waits, while oneDNN builds
+// the convolutions' primitives. The results then equal the CPU's bit for bit.
+TEST(EmuLayers, AResNetStepIsQueuedWithoutAWait) {
+  Rng init(5);
+  LayerPtr cpu_net = make_model("resnet20", 10, 3, init, 16);
+  Rng init_again(5);
+  LayerPtr emu_net = make_model("resnet20", 10, 3, init_again, 16);
+  emu_net->to(kEmu);
+  Rng data(6);
+  const Tensor x = random_tensor({2, 3, 16, 16}, data), dy = random_tensor({2, 10}, data);
+  const Tensor x_emu = x.to(kEmu), dy_emu = dy.to(kEmu);  // copies wait for the stream
+  emu_net->forward(x_emu);  // builds the primitives for this shape
+  emu::Stream& stream = emu::current_stream(0);
+  std::atomic<bool> host_back{false}, opened{false};
+  stream.enqueue([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!host_back.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    opened = true;
+  });
+  const Tensor y = emu_net->forward(x_emu);
+  const Tensor dx = emu_net->backward(dy_emu);
+  const bool waited = opened.load();
+  host_back = true;
+  EXPECT_FALSE(waited) << "a layer waited for the stream: its output was not inferred on the host";
+  const Tensor want_y = cpu_net->forward(x);
+  const Tensor want_dx = cpu_net->backward(dy);
+  EXPECT_EQ(y.to(Device::cpu()).to_vector(), want_y.to_vector());
+  EXPECT_EQ(to_plain(dx.to(Device::cpu())).to_vector(), to_plain(want_dx).to_vector());
+  const std::vector<Param*> a = collect_params(*cpu_net), b = collect_params(*emu_net);
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(a[i]->grad.to_vector(), b[i]->grad.to(Device::cpu()).to_vector()) << a[i]->name;
 }
 
 }  // namespace

@@ -117,7 +117,7 @@ TEST(EmuLayers, AResNetStepIsQueuedWithoutAWait) {
   Rng data(6);
   const Tensor x = random_tensor({2, 3, 16, 16}, data), dy = random_tensor({2, 10}, data);
   const Tensor x_emu = x.to(kEmu), dy_emu = dy.to(kEmu);  // copies wait for the stream
-  emu_net->forward(x_emu);  // builds the primitives for this shape
+  emu_net->forward(x_emu);                                // builds the primitives for this shape
   emu::Stream& stream = emu::current_stream(0);
   std::atomic<bool> host_back{false}, opened{false};
   stream.enqueue([&] {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <thread>
 
 #include "core/emu/memory.h"
@@ -46,15 +47,26 @@ std::shared_ptr<float> read_later(emu::Stream& s, Gate& gate, const void* addres
   return seen;
 }
 
-TEST(EmuMemory, AReusedBlockPoisonsAReaderWhoseStreamWasNotRecorded) {
-  emu::Stream side(0);
-  Tensor t = Tensor::full({kPoisonN}, 1.0f, Device::emu(0));  // the host thread's default stream
+// A tensor of ones written on this thread's stream, and a read of it queued on `side`
+// after the write, behind `gate`.
+struct OnesReadLater {
+  Tensor ones;
+  const void* address;
+  std::shared_ptr<float> seen;
+};
+OnesReadLater ones_read_later(emu::Stream& side, Gate& gate, int64_t n) {
+  Tensor ones = Tensor::full({n}, 1.0f, Device::emu(0));  // the host thread's default stream
   emu::Event filled;
   filled.record(emu::current_stream(0));
   side.wait(filled);
+  const void* address = ones.block_address();
+  return {ones, address, read_later(side, gate, address)};
+}
+
+TEST(EmuMemory, AReusedBlockPoisonsAReaderWhoseStreamWasNotRecorded) {
+  emu::Stream side(0);
   Gate gate;
-  const void* address = t.block_address();
-  auto seen = read_later(side, gate, address);
+  auto [t, address, seen] = ones_read_later(side, gate, kPoisonN);
   const int64_t reused_before = emu::reused_blocks();
   t = Tensor();  // freed with no record_stream(side): the block is free at once
   Tensor u = Tensor::empty({kPoisonN}, DType::F32, Device::emu(0));
@@ -68,13 +80,8 @@ TEST(EmuMemory, AReusedBlockPoisonsAReaderWhoseStreamWasNotRecorded) {
 
 TEST(EmuMemory, ARecordedStreamKeepsItsBlockUntilItHasPassed) {
   emu::Stream side(0);
-  Tensor t = Tensor::full({kRecordedN}, 1.0f, Device::emu(0));
-  emu::Event filled;
-  filled.record(emu::current_stream(0));
-  side.wait(filled);
   Gate gate;
-  const void* address = t.block_address();
-  auto seen = read_later(side, gate, address);
+  auto [t, address, seen] = ones_read_later(side, gate, kRecordedN);
   emu::record_stream(address, side);
   t = Tensor();
   Tensor u = Tensor::full({kRecordedN}, 2.0f, Device::emu(0));

@@ -39,10 +39,8 @@ void Communicator::wait_idle() {
   if (worker_) worker_->wait_idle();
 }
 
-namespace {
-// Rank `rank`'s part of a reduce-scatter: its offset and the total, checked against `in`.
-int64_t scatter_offset(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts,
-                       int rank, int size) {
+int64_t Communicator::scatter_offset(const Tensor& in, const Tensor& out,
+                                     const std::vector<int64_t>& counts, int rank, int size) {
   ST_CHECK(static_cast<int>(counts.size()) == size, "reduce_scatter: ", counts.size(),
            " counts for ", size, " ranks");
   int64_t offset = 0, total = 0;
@@ -56,7 +54,6 @@ int64_t scatter_offset(const Tensor& in, const Tensor& out, const std::vector<in
            total, " elements (rank ", rank, ": ", counts[rank], ")");
   return offset;
 }
-}  // namespace
 
 void Communicator::reduce_scatter(const Tensor& in, Tensor& out,
                                   const std::vector<int64_t>& counts) {

@@ -54,9 +54,9 @@ class Communicator {
   virtual std::vector<std::string> gather_bytes(const std::string& mine, int root) = 0;
   // `in` summed over the ranks, of which rank r keeps the counts[r] elements at the
   // prefix-sum offset: out.numel() == counts[rank()], sum(counts) == in.numel(). The base
-  // sums a copy of `in` with allreduce and keeps this rank's part (what NCCL and the
-  // emulated collective run); MPI sends each rank its parts with one all-to-all and
-  // sums them in rank order.
+  // sums a copy of `in` with allreduce and keeps this rank's part (what the emulated
+  // collective runs); MPI sends each rank its parts with one all-to-all and sums them in
+  // rank order; NCCL reduces each rank's part to that rank, grouped.
   virtual void reduce_scatter(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts);
   // A communicator over the ranks that pass the same `color`, ordered by `key` (then by
   // rank): MPI_Comm_split's meaning. Every rank of this communicator must call it, in
@@ -83,6 +83,10 @@ class Communicator {
   void check_same_on_all_ranks(int64_t value, const std::string& what);
 
  protected:
+  // Rank `rank`'s offset into a reduce-scatter's input; throws one line when `in`, `out`
+  // and `counts` (one per rank, none negative) do not fit together.
+  static int64_t scatter_offset(const Tensor& in, const Tensor& out,
+                                const std::vector<int64_t>& counts, int rank, int size);
   CommWorker& worker();
 
  private:

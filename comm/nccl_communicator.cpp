@@ -137,12 +137,7 @@ class NcclCommunicator : public Communicator {
   void reduce_scatter(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override {
     require_cuda(in, "reduce_scatter");
     require_cuda(out, "reduce_scatter");
-    int64_t total = 0;
-    for (int64_t c : counts) total += c;
-    ST_CHECK(static_cast<int>(counts.size()) == size() && total == in.numel() &&
-                 out.numel() == counts[static_cast<size_t>(rank())] && out.dtype() == in.dtype(),
-             "NCCL reduce_scatter on rank ", rank(), ": input ", in.str(), " and output ",
-             out.str(), " do not fit ", counts.size(), " counts of ", total, " elements");
+    scatter_offset(in, out, counts, rank(), size());  // checks that they fit
     cuda::DeviceGuard guard(device_);
     after_callers_stream();
     const size_t elem = dtype_size(in.dtype());

@@ -18,35 +18,20 @@ namespace {
 
 // On the emulated device a layer's backward runs on a stream executor, but gradient-ready
 // hooks belong to the host thread: the reducer's hook records an event on the host
-// thread's current stream. While the task runs, each parameter's hook is replaced by a
-// note of the announcement; replay() restores the hooks and announces the gradients in
-// the task's order once the task is done, so an event recorded then follows their writes.
-// The destructor restores the hooks when the task failed.
-class GradReadyRelay {
+// thread's current stream. For the scope of a task, the executor's announcements go to a
+// list (grad_ready_sink) instead; the host announces them after queueing or running the
+// task. Restores the previous sink (none) also when the task throws.
+class CollectGradReady {
  public:
-  explicit GradReadyRelay(Layer& layer) {
-    layer.visit_params("", [&](const std::string&, Param& p) {
-      saved_.emplace_back(&p, std::move(p.on_grad_ready));
-      p.on_grad_ready = [this](Param& q) { ready_.push_back(&q); };
-    });
+  explicit CollectGradReady(std::vector<Param*>& into) : prev_(grad_ready_sink()) {
+    grad_ready_sink() = &into;
   }
-  ~GradReadyRelay() { restore(); }
-  GradReadyRelay(const GradReadyRelay&) = delete;
-  GradReadyRelay& operator=(const GradReadyRelay&) = delete;
-
-  void replay() {
-    restore();
-    for (Param* p : ready_) p->mark_grad_ready();
-  }
+  ~CollectGradReady() { grad_ready_sink() = prev_; }
+  CollectGradReady(const CollectGradReady&) = delete;
+  CollectGradReady& operator=(const CollectGradReady&) = delete;
 
  private:
-  void restore() {
-    for (auto& [p, hook] : saved_) p->on_grad_ready = std::move(hook);
-    saved_.clear();
-  }
-
-  std::vector<std::pair<Param*, std::function<void(Param&)>>> saved_;
-  std::vector<Param*> ready_;
+  std::vector<Param*>* prev_;
 };
 
 // What a layer's CPU code receives: bfloat16 widened to float32 unless the layer takes
@@ -113,13 +98,17 @@ Tensor Layer::backward(const Tensor& dy) {
   if (dy.device().is_cuda()) return backward_cuda(dy);
   const auto body = [&] { return backward_cpu(as_taken(*this, dy)); };
   if (!dy.device().is_emu()) return body();
-  // Inside a parent's task the parent's relay already holds the hooks.
+  // Inside a parent's task the parent collects the announcements.
   if (emu::executing_device() == dy.device().index) return run_on_emu(dy.device(), body);
   if (routes_on_host()) return backward_cpu(dy);
   if (queued_) return queue_backward(dy, *queued_);
-  GradReadyRelay relay(*this);
-  Tensor dx = run_on_emu(dy.device(), body);
-  relay.replay();
+  // The host waits for the task, then announces in the order backward reached each one.
+  std::vector<Param*> announced;
+  Tensor dx = run_on_emu(dy.device(), [&] {
+    CollectGradReady collect(announced);
+    return body();
+  });
+  for (Param* p : announced) p->mark_grad_ready();
   return dx;
 }
 
@@ -179,16 +168,11 @@ Tensor Layer::queue_backward(const Tensor& dy, const Queued& shapes) {
     dx = Tensor::empty(dx_spec.shape, dx_spec.dtype, d).with_layout(dx_spec.layout);
   emu::launch(d.index, [this, dy, dx, own, counted = count_queued_task()] {
     std::vector<Param*> announced;
-    std::vector<Param*>*& sink = grad_ready_sink();
-    sink = &announced;
     Tensor computed;
-    try {
+    {
+      CollectGradReady collect(announced);
       computed = backward_cpu(as_taken(*this, dy));
-    } catch (...) {
-      sink = nullptr;
-      throw;
     }
-    sink = nullptr;
     std::vector<Param*> want = own;
     std::sort(announced.begin(), announced.end());
     std::sort(want.begin(), want.end());

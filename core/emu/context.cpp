@@ -71,14 +71,6 @@ void open_context(int device) {
   t_opened.set(static_cast<size_t>(device));
 }
 
-std::vector<int> devices_with_context() {
-  Contexts& c = contexts();
-  std::lock_guard<std::mutex> lock(c.mu);
-  std::vector<int> out;
-  for (const auto& [device, n] : c.threads) out.push_back(device);
-  return out;
-}
-
 int context_threads(int device) {
   Contexts& c = contexts();
   std::lock_guard<std::mutex> lock(c.mu);

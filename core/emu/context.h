@@ -10,15 +10,12 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace st::emu {
 
 // Records that the calling thread opened a context on `device` (once per thread and
 // device); in exclusive-process mode throws when another process holds the device.
 void open_context(int device);
-// The devices this process opened a context on, in increasing order.
-std::vector<int> devices_with_context();
 // How many threads of this process opened a context on `device`.
 int context_threads(int device);
 // Turns exclusive-process mode on with `dir` as the node's folder ("" turns it off; the

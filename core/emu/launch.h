@@ -17,9 +17,11 @@
 
 namespace st::emu {
 
-inline void launch(int device, std::function<void()> kernel) {
+// `what` names the work for a task observer and in an error (a string literal).
+inline void launch(int device, std::function<void()> kernel, const char* what = nullptr) {
   if (executing_device() == device) return kernel();
-  current_stream(device).enqueue(std::move(kernel));
+  check_thread_on(device, what != nullptr ? what : "a kernel");
+  current_stream(device).enqueue(std::move(kernel), /*slow=*/true, what);
 }
 
 template <class F>

@@ -8,6 +8,7 @@
 
 #include "core/caching_allocator.h"
 #include "core/emu/context.h"
+#include "core/emu/launch.h"
 #include "core/emu/runtime.h"
 #include "core/emu/stream.h"
 #include "core/error.h"
@@ -106,9 +107,8 @@ void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size
 
 void zero_bytes(void* dst, size_t bytes, int device) {
   // cudaMemsetAsync: queued, the host does not wait.
-  if (executing_device() == device) return (void)std::memset(dst, 0, bytes);
-  check_thread_on(device, "a zero fill");
-  current_stream(device).enqueue([=] { std::memset(dst, 0, bytes); }, /*slow=*/true, "a zero fill");
+  launch(
+      device, [=] { std::memset(dst, 0, bytes); }, "a zero fill");
 }
 
 }  // namespace st::emu

@@ -29,7 +29,7 @@ namespace {
 
 // Streams are numbered in creation order, for the task observer.
 std::atomic<int> streams_made{0};
-thread_local Stream* t_executing = nullptr;
+thread_local Stream* t_executing_stream = nullptr;
 
 }  // namespace
 
@@ -54,7 +54,7 @@ struct Stream::Impl {
 
   void loop() {
     set_executing_device(device);
-    t_executing = self;
+    t_executing_stream = self;
     for (;;) {
       Task task;
       {
@@ -228,11 +228,12 @@ Stream& current_stream(int device) {
 }
 
 Stream* executing_stream() {
-  return t_executing;
+  return t_executing_stream;
 }
 
 Stream& allocation_stream(int device) {
-  if (t_executing != nullptr && t_executing->device() == device) return *t_executing;
+  if (t_executing_stream != nullptr && t_executing_stream->device() == device)
+    return *t_executing_stream;
   // As CUDA's allocator takes the thread's stream on the device it allocates on (under a
   // device guard), whichever device the thread works on.
   return thread_stream(device);

@@ -14,18 +14,10 @@
 #include "core/emu/context.h"
 #include "core/emu/runtime.h"
 #include "core/error.h"
+#include "tests/error_text.h"
 
 namespace st::test {
 namespace {
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // A guard on a thread that never chose a device restores device 0, as cudaSetDevice does:
 // the thread opens a context there. With the process's device set first it does not.

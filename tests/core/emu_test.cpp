@@ -14,6 +14,7 @@
 #include "core/emu/task_observer.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "tests/error_text.h"
 
 namespace st::test {
 namespace {
@@ -26,15 +27,6 @@ class Delay {
   explicit Delay(int us) { emu::set_task_delay_us(us); }
   ~Delay() { emu::set_task_delay_us(0); }
 };
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(EmuDevice, HostCodeCannotReadOrWriteDeviceMemory) {
   Tensor t = Tensor::full({4}, 2.5f, Device::emu(0));

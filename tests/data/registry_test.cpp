@@ -8,18 +8,10 @@
 #include "core/error.h"
 #include "data/registry.h"
 #include "data/synthetic.h"
+#include "tests/error_text.h"
 
 namespace st::test {
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(DatasetRegistry, RegisteredReaderIsOpenedByName) {
   const size_t before = dataset_names().size();

@@ -5,18 +5,10 @@
 #include "layers/conv2d.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
+#include "tests/error_text.h"
 
 namespace st::test {
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(ShapeErrors, Conv2dWrongChannels) {
   Rng rng(0);

@@ -6,20 +6,12 @@
 #include <set>
 
 #include "core/error.h"
+#include "tests/error_text.h"
 #include "train/config_check.h"
 #include "train/flags.h"
 
 namespace st::test {
 namespace {
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-    return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;

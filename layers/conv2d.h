@@ -21,6 +21,8 @@ class Conv2d : public Layer {
          Rng& rng);
   std::string describe() const override;
   std::optional<TensorSpec> output_spec(const Tensor& x) const override;
+  // dx = dy W runs after W's gradient is announced (the CUDA kernels' order).
+  std::vector<const Param*> read_after_announcing() const override { return {weight_}; }
   Param& weight() { return *weight_; }
   Param* bias() { return bias_; }
   int64_t in_channels() const { return cin_; }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/emu/launch.h"
+#include "core/emu/ordering.h"
 #include "core/emu/runtime.h"
 #include "core/emu/stream.h"
 #include "core/kernels/half.h"
@@ -152,9 +153,13 @@ Tensor Layer::queue_forward(const Tensor& x, const TensorSpec& y_spec) {
   return y;
 }
 
-// The layer's backward as one queued task; the host announces the layer's gradients right
+// The layer's backward as a queued task; the host announces the layer's gradients right
 // after queueing it, so an event the reducer records then follows the task. Inside the
 // task the layer's own announcements are collected and must name the same parameters.
+// A layer whose input gradient reads weights after the announcement (read_after_announcing)
+// has its input gradient delivered by a second task, queued after the announcement as the
+// CUDA layer launches its input-gradient kernel, and noted as reading those weights: an
+// update that is not ordered after it is an error (core/emu/ordering.h).
 Tensor Layer::queue_backward(const Tensor& dy, const Queued& shapes) {
   // Checked on the host before anything is queued or announced, as a GPU layer checks
   // its arguments before launching.
@@ -166,23 +171,34 @@ Tensor Layer::queue_backward(const Tensor& dy, const Queued& shapes) {
   Tensor dx;
   if (has_input_grad())
     dx = Tensor::empty(dx_spec.shape, dx_spec.dtype, d).with_layout(dx_spec.layout);
-  emu::launch(d.index, [this, dy, dx, own, counted = count_queued_task()] {
-    std::vector<Param*> announced;
-    Tensor computed;
-    {
-      CollectGradReady collect(announced);
-      computed = backward_cpu(as_taken(*this, dy));
-    }
-    std::vector<Param*> want = own;
-    std::sort(announced.begin(), announced.end());
-    std::sort(want.begin(), want.end());
-    ST_CHECK(announced == want, describe(), ": its backward announced ", announced.size(),
-             " gradients, but the layer owns ", want.size(), " parameters");
-    if (dx.defined()) deliver(*this, "input gradient", computed, dx);
-  });
+  std::vector<const Param*> late;
+  if (dx.defined()) late = read_after_announcing();
+  // The first task's input gradient, for the second to deliver.
+  auto computed = std::make_shared<Tensor>();
+  emu::launch(
+      d.index, [this, dy, dx, own, computed, split = !late.empty(), counted = count_queued_task()] {
+        std::vector<Param*> announced;
+        {
+          CollectGradReady collect(announced);
+          *computed = backward_cpu(as_taken(*this, dy));
+        }
+        std::vector<Param*> want = own;
+        std::sort(announced.begin(), announced.end());
+        std::sort(want.begin(), want.end());
+        ST_CHECK(announced == want, describe(), ": its backward announced ", announced.size(),
+                 " gradients, but the layer owns ", want.size(), " parameters");
+        if (dx.defined() && !split) deliver(*this, "input gradient", *computed, dx);
+      });
   queued_.reset();
   // In registration order, as the layers' own code announces them.
   for (Param* p : own) p->mark_grad_ready();
+  if (late.empty()) return dx;
+  emu::launch(d.index, [this, dx, computed, counted = count_queued_task()] {
+    deliver(*this, "input gradient", *computed, dx);
+  });
+  for (const Param* p : late)
+    emu::note_read(emu::current_stream(d.index), p->value.block_address(), p->value.nbytes(),
+                   describe() + "'s input-gradient kernel");
   return dx;
 }
 

@@ -77,6 +77,12 @@ class Layer {
   virtual std::optional<TensorSpec> output_spec(const Tensor& /*x*/) const { return std::nullopt; }
   // Whether backward returns an input gradient (false for an input of token ids).
   virtual bool has_input_grad() const { return true; }
+  // The parameters backward's input gradient reads (dx = dy W) after the layer has
+  // announced their gradients: the CUDA layers launch the weight-gradient kernel, announce,
+  // then launch the input-gradient kernel. A queued backward keeps that order on the
+  // emulated device, so an optimiser step ordered only after the announcement (not after
+  // the whole backward) is an error there.
+  virtual std::vector<const Param*> read_after_announcing() const { return {}; }
   // Containers only route their children's calls: on the emulated device they run on the
   // host, so each child is queued on its own.
   virtual bool routes_on_host() const { return false; }

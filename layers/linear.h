@@ -18,6 +18,8 @@ class Linear : public Layer {
   Linear(Param& shared, bool bias);
   std::string describe() const override;
   std::optional<TensorSpec> output_spec(const Tensor& x) const override;
+  // dx = dy W runs after W's gradient is announced (the CUDA kernels' order).
+  std::vector<const Param*> read_after_announcing() const override { return {weight_}; }
   Param& weight() { return *weight_; }
   Param* bias() { return bias_; }
   // Mixed precision (docs/PRECISION.md): the fp32 GEMM runs on operands (x, w, dy) rounded

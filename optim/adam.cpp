@@ -63,8 +63,14 @@ float Adam::weight_decay_of(size_t i) const {
 }
 
 void Adam::step_params(const std::vector<size_t>& which, float lr) {
-  run_where_params_live(params_, "Adam", [&] {
-    for (const size_t i : which) step_one(i, lr);
+  std::vector<Param*> written;
+  std::vector<Step> steps;
+  for (const size_t i : which) {
+    written.push_back(params_[i]);
+    steps.push_back(plan_step(i, lr));
+  }
+  queue_where_params_live(written, "Adam", [steps = std::move(steps), who = name()]() mutable {
+    for (Step& s : steps) apply(s, who);
   });
 }
 
@@ -78,31 +84,45 @@ void Adam::init_state(size_t i) {
   s.step = Tensor::zeros(Shape{});
 }
 
-void Adam::step_one(size_t i, float lr) {
+// On the host, before anything is queued: the state a first step creates, the step count
+// (a host scalar, as PyTorch 1.13 keeps it) and the coefficients it gives.
+Adam::Step Adam::plan_step(size_t i, float lr) {
   Param& p = *params_[i];
   const Device device = p.value.device();
   ST_CHECK(p.grad.device() == device, name(), ": parameter ", p.name, " is on ", device.str(),
            " but its gradient on ", p.grad.device().str());
-  State& s = state_[i];
-  if (!s.step.defined()) init_state(i);
-  const float t = *s.step.f32() += 1.0f;
-  const math::AdamCoeffs c = adam_coeffs(options_, lr, weight_decay_of(i), t);
-  const int64_t n = p.value.numel();
-  float* vmax = options_.amsgrad ? s.max_exp_avg_sq.f32() : nullptr;
-  if (device.is_cuda()) {
+  State& st = state_[i];
+  if (!st.step.defined()) init_state(i);
+  const float t = *st.step.f32() += 1.0f;
+  return Step{p.name,
+              p.value,
+              p.grad,
+              st.exp_avg,
+              st.exp_avg_sq,
+              st.max_exp_avg_sq,
+              adam_coeffs(options_, lr, weight_decay_of(i), t)};
+}
+
+void Adam::apply(Step& s, [[maybe_unused]] const std::string& who) {
+  const int64_t n = s.value.numel();
+  const bool amsgrad = s.max_exp_avg_sq.defined();
+  float* vmax = amsgrad ? s.max_exp_avg_sq.f32() : nullptr;
+  if (s.value.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
-    cuda::adam_update(p.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, p.grad.f32(), n, c,
-                      options_.amsgrad, device.index);
+    cuda::adam_update(s.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, s.grad.f32(), n,
+                      s.coeffs, amsgrad, s.value.device().index);
     return;
 #else
-    ST_THROW(name(), ": parameter ", p.name, " is on ", device.str(),
+    ST_THROW(who, ": parameter ", s.name, " is on ", s.value.device().str(),
              " but this build has no CUDA");
 #endif
   }
-  if (options_.amsgrad) {
-    adam_loop<true>(p.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, p.grad.f32(), n, c);
+  if (amsgrad) {
+    adam_loop<true>(s.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, s.grad.f32(), n,
+                    s.coeffs);
   } else {
-    adam_loop<false>(p.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, p.grad.f32(), n, c);
+    adam_loop<false>(s.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, s.grad.f32(), n,
+                     s.coeffs);
   }
 }
 

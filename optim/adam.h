@@ -66,7 +66,14 @@ class Adam : public Optimizer {
   using StateMember = Tensor State::*;
   static StateMember state_member(const std::string& name);
   void init_state(size_t i);
-  void step_one(size_t i, float lr);
+  // One parameter's update as decided on the host, held by value for a queued task.
+  struct Step {
+    std::string name;
+    Tensor value, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;  // the last only with amsgrad
+    math::AdamCoeffs coeffs;
+  };
+  Step plan_step(size_t i, float lr);
+  static void apply(Step& s, const std::string& who);
 
   std::vector<Param*> params_;
   AdamOptions options_;

@@ -1,5 +1,7 @@
 #include "optim/optimizer.h"
 
+#include "core/emu/launch.h"
+#include "core/emu/ordering.h"
 #include "core/emu/stream.h"
 #include "core/error.h"
 
@@ -15,9 +17,39 @@ std::vector<size_t> Optimizer::all_params() const {
   return all;
 }
 
+namespace {
+
+Device device_of(const std::vector<Param*>& params) {
+  return params.empty() ? Device::cpu() : params.front()->value.device();
+}
+
+}  // namespace
+
+void queue_where_params_live(const std::vector<Param*>& written, const char* who,
+                             std::function<void()> update) {
+  const Device device = device_of(written);
+  if (!device.is_emu()) return update();
+  std::vector<Tensor> values;
+  std::vector<std::string> names;
+  for (const Param* p : written) {
+    values.push_back(p->value);
+    names.push_back(std::string(who) + "'s update of " + p->name);
+  }
+  emu::launch(
+      device.index,
+      [values = std::move(values), names = std::move(names), update = std::move(update)] {
+        for (size_t i = 0; i < values.size(); ++i) {
+          const Tensor v = values[i].as_host_memory();
+          emu::check_write_ordered(v.raw(), v.nbytes(), names[i]);
+        }
+        update();
+      },
+      who);
+}
+
 void run_where_params_live(const std::vector<Param*>& params, const char* who,
                            const std::function<void()>& update) {
-  const Device device = params.empty() ? Device::cpu() : params.front()->value.device();
+  const Device device = device_of(params);
   if (!device.is_emu()) {
     update();
     return;

@@ -49,11 +49,16 @@ class Optimizer {
   std::vector<size_t> all_params() const;
 };
 
-// Runs `update` (CPU or CUDA code over the parameters) where they live: for parameters on
-// the emulated device as one task on the calling thread's current stream of that device,
-// the only place their memory may be touched, and the host waits for it (so a host value
-// it computes is ready, and a later set_lr cannot reach an update still queued); anywhere
-// else on the calling thread. `who` names the caller in a device error.
+// Runs `update` (CPU or CUDA code over the parameters) where they live. On the emulated
+// device it is queued as one task on the calling thread's current stream of that device,
+// the only place their memory may be touched, and the host returns at once, as after a
+// CUDA kernel launch: `update` must hold what it reads by value (a later set_lr or step
+// cannot reach it). Before it runs there, each parameter of `written` is checked to be
+// ordered after every read noted on its value (core/emu/ordering.h). Anywhere else it
+// runs on the calling thread. `who` names the caller in a device error.
+void queue_where_params_live(const std::vector<Param*>& written, const char* who,
+                             std::function<void()> update);
+// The same, waited for: for work that computes a host value (a norm).
 void run_where_params_live(const std::vector<Param*>& params, const char* who,
                            const std::function<void()>& update);
 

@@ -46,41 +46,60 @@ float Sgd::weight_decay_of(size_t i) const {
 }
 
 void Sgd::step_params(const std::vector<size_t>& which, float lr) {
-  run_where_params_live(params_, "SGD", [&] {
-    for (const size_t i : which) step_one(i, lr);
+  std::vector<Param*> written;
+  std::vector<Step> steps;
+  for (const size_t i : which) {
+    written.push_back(params_[i]);
+    steps.push_back(plan_step(i, lr));
+  }
+  queue_where_params_live(written, "SGD", [steps = std::move(steps), o = options_]() mutable {
+    for (Step& s : steps) apply(s, o);
   });
 }
 
-void Sgd::step_one(size_t i, float lr) {
+// On the host, before anything is queued: the coefficients at this step's rate, and the
+// momentum buffer a first step creates (so state_dict sees it at once, as PyTorch's).
+Sgd::Step Sgd::plan_step(size_t i, float lr) {
   Param& p = *params_[i];
   const Device device = p.value.device();
   ST_CHECK(p.grad.device() == device, "SGD: parameter ", p.name, " is on ", device.str(),
            " but its gradient on ", p.grad.device().str());
-  const math::SgdCoeffs c{lr, options_.momentum, options_.dampening, weight_decay_of(i)};
-  const int64_t n = p.value.numel();
-  float* v = p.value.f32();
-  const float* g = p.grad.f32();
-  const bool momentum = options_.momentum != 0.0f;
-  const bool first = momentum && !buffers_[i].defined();
-  if (first) buffers_[i] = Tensor::empty(p.value.shape(), DType::F32, device);
-  float* b = momentum ? buffers_[i].f32() : nullptr;
-  if (device.is_cuda()) {
+  Step s{
+      p.name, p.value, p.grad, {}, {lr, options_.momentum, options_.dampening, weight_decay_of(i)},
+      false};
+  if (options_.momentum != 0.0f) {
+    s.first = !buffers_[i].defined();
+    if (s.first) buffers_[i] = Tensor::empty(p.value.shape(), DType::F32, device);
+    s.buffer = buffers_[i];
+  }
+  return s;
+}
+
+void Sgd::apply(Step& s, const SgdOptions& o) {
+  const int64_t n = s.value.numel();
+  float* v = s.value.f32();
+  const float* g = s.grad.f32();
+  const bool momentum = o.momentum != 0.0f;
+  float* b = momentum ? s.buffer.f32() : nullptr;
+  const math::SgdCoeffs& c = s.coeffs;
+  if (s.value.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
-    cuda::sgd_update(v, b, g, n, c, momentum, options_.nesterov, first, device.index);
+    cuda::sgd_update(v, b, g, n, c, momentum, o.nesterov, s.first, s.value.device().index);
     return;
 #else
-    ST_THROW("SGD: parameter ", p.name, " is on ", device.str(), " but this build has no CUDA");
+    ST_THROW("SGD: parameter ", s.name, " is on ", s.value.device().str(),
+             " but this build has no CUDA");
 #endif
   }
   if (!momentum) {
     sgd_loop<false, false, false>(v, nullptr, g, n, c);
     return;
   }
-  if (options_.nesterov && first) {
+  if (o.nesterov && s.first) {
     sgd_loop<true, true, true>(v, b, g, n, c);
-  } else if (options_.nesterov) {
+  } else if (o.nesterov) {
     sgd_loop<true, true, false>(v, b, g, n, c);
-  } else if (first) {
+  } else if (s.first) {
     sgd_loop<true, false, true>(v, b, g, n, c);
   } else {
     sgd_loop<true, false, false>(v, b, g, n, c);

@@ -50,7 +50,15 @@ class Sgd : public Optimizer {
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
-  void step_one(size_t i, float lr);
+  // One parameter's update as decided on the host, held by value for a queued task.
+  struct Step {
+    std::string name;
+    Tensor value, grad, buffer;  // buffer: undefined without momentum
+    math::SgdCoeffs coeffs;
+    bool first;  // the buffer's first step: it starts as the gradient
+  };
+  Step plan_step(size_t i, float lr);
+  static void apply(Step& s, const SgdOptions& o);
 
   std::vector<Param*> params_;
   SgdOptions options_;

@@ -9,6 +9,7 @@
 #include "core/caching_allocator.h"
 #include "core/emu/context.h"
 #include "core/emu/launch.h"
+#include "core/emu/ordering.h"
 #include "core/emu/runtime.h"
 #include "core/emu/stream.h"
 #include "core/error.h"
@@ -31,6 +32,7 @@ Stream& stream_of(const void* key) {
 
 void poison(void* ptr, size_t bytes, const void* key) {
   ++g_reused;
+  forget_reads(ptr, bytes);  // the block's new owner starts with no reads to wait for
   Stream& s = stream_of(key);
   // Inside one of the stream's tasks the caller is already in its order (and is about
   // to write the block): poison now, not after the task.

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/emu/context.h"
+#include "core/emu/ordering.h"
 #include "core/emu/runtime.h"
 #include "core/emu/task_observer.h"
 #include "core/error.h"
@@ -23,6 +24,7 @@ struct Event::State {
   std::mutex mu;
   std::condition_variable cv;
   uint64_t recorded = 0, done = 0;
+  OrderingClock clock;  // what the latest record is ordered after, itself included
 };
 
 namespace {
@@ -45,9 +47,12 @@ struct Stream::Impl {
     bool slow = true;
     TaskRun run;  // its stamps when an observer was set as it was queued
     bool observed = false;
+    OrderingClock clock;
   };
   std::deque<Task> queue;
   uint64_t queued = 0, completed = 0;
+  // The union of every queued task's clock: what the stream's work is ordered after.
+  OrderingClock ordered_after;
   std::exception_ptr error;
   bool stop = false;
   std::thread thread;
@@ -73,8 +78,37 @@ struct Stream::Impl {
     }
   }
 
+  // Queues `t` after everything queued so far, ordered after what the calling thread
+  // is ordered after and after `extra`.
+  // Returns what a thread that saw `t` run is ordered after.
+  OrderingClock push(Task t, const OrderingClock* extra) {
+    t.clock = thread_clock();
+    if (extra) t.clock.merge(*extra);
+    OrderingClock through;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      t.clock.merge(ordered_after);
+      t.clock.after[number] = queued;
+      ordered_after = t.clock;
+      through = t.clock;
+      through.after[number] = ++queued;
+      queue.push_back(std::move(t));
+    }
+    cv.notify_one();
+    return through;
+  }
+
+  // What a thread that saw the first `tasks` tasks run is ordered after.
+  OrderingClock clock_through(uint64_t tasks) const {
+    std::lock_guard<std::mutex> lock(mu);
+    OrderingClock c = ordered_after;
+    c.after[number] = std::max(c.after[number], tasks);
+    return c;
+  }
+
   // Runs one task after the delay and reports it if it was stamped; returns its error.
   static std::exception_ptr run(Task& task) {
+    TaskClockScope clock(task.clock);
     if (task.observed) task.run.begin = TaskRun::Clock::now();
     if (const int us = task_delay_us(); us > 0 && task.slow)
       std::this_thread::sleep_for(std::chrono::microseconds(us));
@@ -117,7 +151,12 @@ int Stream::device() const {
 }
 
 void Stream::enqueue(std::function<void()> task, bool slow, const char* what) {
-  Impl::Task t{std::move(task), slow, {}, observing_tasks()};
+  enqueue_after(std::move(task), slow, what, nullptr);
+}
+
+OrderingClock Stream::enqueue_after(std::function<void()> task, bool slow, const char* what,
+                                    const OrderingClock* extra) {
+  Impl::Task t{std::move(task), slow, {}, observing_tasks(), {}};
   if (t.observed) {
     t.run.stream = impl_->number;
     t.run.stream_kind = impl_->kind;
@@ -125,22 +164,19 @@ void Stream::enqueue(std::function<void()> task, bool slow, const char* what) {
     t.run.queued_by = std::this_thread::get_id();
     t.run.queued = TaskRun::Clock::now();
   }
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->queue.push_back(std::move(t));
-    ++impl_->queued;
-  }
-  impl_->cv.notify_one();
+  return impl_->push(std::move(t), extra);
 }
 
 void Stream::synchronize() {
   std::exception_ptr error;
+  uint64_t target = 0;
   {
     std::unique_lock<std::mutex> lock(impl_->mu);
-    const uint64_t target = impl_->queued;
+    target = impl_->queued;
     impl_->idle.wait(lock, [&] { return impl_->completed >= target; });
     std::swap(error, impl_->error);
   }
+  thread_clock().merge(impl_->clock_through(target));
   if (error) std::rethrow_exception(error);
   rethrow_sticky_error();
 }
@@ -150,43 +186,57 @@ bool Stream::ready() const {
   return impl_->completed == impl_->queued;
 }
 
+int Stream::number() const {
+  return impl_->number;
+}
+
+uint64_t Stream::tasks_queued() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->queued;
+}
+
 void Stream::wait(const Event& e) {
   std::shared_ptr<Event::State> st = e.state_;
   uint64_t target = 0;
+  OrderingClock recorded;
   {
     std::lock_guard<std::mutex> lock(st->mu);
     target = st->recorded;
+    recorded = st->clock;
   }
-  enqueue(
+  enqueue_after(
       [st, target] {
         std::unique_lock<std::mutex> lock(st->mu);
         st->cv.wait(lock, [&] { return st->done >= target; });
       },
-      false, "wait for event");
+      false, "wait for event", &recorded);
 }
 
 Event::Event() : state_(std::make_shared<State>()) {}
 
 void Event::record(Stream& s, const char* what) {
   std::shared_ptr<State> st = state_;
-  uint64_t target = 0;
-  {
-    std::lock_guard<std::mutex> lock(st->mu);
-    target = ++st->recorded;
-  }
-  s.enqueue(
+  // Held across the enqueue, so the mark's number and its clock belong together.
+  std::lock_guard<std::mutex> lock(st->mu);
+  const uint64_t target = ++st->recorded;
+  st->clock = s.enqueue_after(
       [st, target] {
         std::lock_guard<std::mutex> lock(st->mu);
         st->done = std::max(st->done, target);
         st->cv.notify_all();
       },
-      false, what);
+      false, what, nullptr);
 }
 
 void Event::synchronize() const {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  const uint64_t target = state_->recorded;
-  state_->cv.wait(lock, [&] { return state_->done >= target; });
+  OrderingClock seen;
+  {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    const uint64_t target = state_->recorded;
+    state_->cv.wait(lock, [&] { return state_->done >= target; });
+    seen = state_->clock;
+  }
+  thread_clock().merge(seen);
 }
 
 bool Event::ready() const {

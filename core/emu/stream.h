@@ -8,6 +8,10 @@
 // recorded is complete). With a task delay (runtime.h) every executor sleeps before each
 // task, so a missing wait shows up as stale data.
 //
+// Each task carries what it is ordered after (ordering.h): the tasks before it on its
+// stream, what the thread that queued it was ordered after, and the events the stream
+// waited for.
+//
 // A task that throws leaves its error on the stream (as a CUDA error stays with its
 // context): the next synchronize() rethrows it; later tasks still run so events complete.
 //
@@ -16,8 +20,11 @@
 // another device is an error.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+
+#include "core/emu/ordering.h"
 
 namespace st::emu {
 
@@ -45,8 +52,18 @@ class Stream {
   bool ready() const;
   // Work queued on this stream after the call waits until `e`'s latest record has run.
   void wait(const Event& e);
+  // The stream's creation number, and how many tasks were queued on it so far (the last
+  // one's position): what an ordering clock (ordering.h) counts.
+  int number() const;
+  uint64_t tasks_queued() const;
 
  private:
+  friend class Event;
+  // enqueue(), also after `extra`; returns what a thread that saw the task run is ordered
+  // after.
+  OrderingClock enqueue_after(std::function<void()> task, bool slow, const char* what,
+                              const OrderingClock* extra);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

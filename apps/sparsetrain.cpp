@@ -8,6 +8,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "comm/launch_agreement.h"
 #include "comm/mpi_communicator.h"
 #include "comm/mpi_env.h"
 #include "core/build_info.h"
@@ -170,12 +171,16 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   // The language model's defaults first; an optimizer's own defaults override them.
   if (tc.arch == "lstm") st::apply_lm_defaults(tc, flag_given);
   st::apply_optimizer_defaults(tc, flag_given);
+  // Under mpirun every rank agrees on what decides the collectives before any runs.
+  std::unique_ptr<st::MpiCommunicator> bootstrap = st::agree_on_launch(
+      tc.device,
+      st::launch_facts("train", tc.check_flags, tc.device, tc.comm, "--resume", tc.resume));
   if (tc.check_flags) {
     st::check_config(tc);
-    std::puts("sparsetrain: flags ok");
+    if (!bootstrap || bootstrap->rank() == 0) std::puts("sparsetrain: flags ok");
     return 0;
   }
-  comm = st::make_communicator(tc.comm, tc.device);
+  comm = st::make_communicator(tc.comm, tc.device, std::move(bootstrap));
   if (!tc.resume.empty()) st::check_checkpoint_file(tc.resume);
   int interrupted_by = 0;
   if (tc.arch == "lstm") {
@@ -193,7 +198,10 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
 // `sparsetrain eval`.
 void run_eval(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   st::TrainConfig& ec = cli.ec;
-  comm = st::make_communicator(ec.comm, ec.device);
+  std::unique_ptr<st::MpiCommunicator> bootstrap = st::agree_on_launch(
+      ec.device,
+      st::launch_facts("eval", false, ec.device, ec.comm, "the checkpoint", cli.checkpoint));
+  comm = st::make_communicator(ec.comm, ec.device, std::move(bootstrap));
   st::check_checkpoint_file(cli.checkpoint);
   if (st::is_lm_checkpoint(cli.checkpoint)) {
     if (!given(cli.eval_options, st::flag_of(&st::TrainConfig::dataset)))
@@ -240,6 +248,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<st::Communicator> comm;
   try {
     return run(cli, comm);
+  } catch (const st::EveryRankError& e) {
+    // Every rank raised it at the same point: each says so and ends normally.
+    std::fprintf(stderr, "sparsetrain: error on rank %d of %d: %s\n", e.rank(), e.size(), e.what());
+    return 1;
   } catch (const std::exception& e) {
     // Under mpirun, name the rank and take the whole job down: the other ranks would
     // otherwise wait forever in their next collective.

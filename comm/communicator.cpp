@@ -129,8 +129,18 @@ std::string resolve_backend(const std::string& requested, bool launched, const D
 
 std::unique_ptr<Communicator> make_communicator(const std::string& backend,
                                                 const std::string& device) {
+  return make_communicator(backend, device, nullptr);
+}
+
+std::unique_ptr<Communicator> make_communicator(const std::string& backend,
+                                                const std::string& device,
+                                                std::unique_ptr<MpiCommunicator> bootstrap) {
   const bool launched = launched_by_mpi();
   if (backend == "local" || (backend == "auto" && !launched)) {
+    // Several ranks that each run alone would share --out and never exchange a gradient.
+    ST_CHECK(!bootstrap || bootstrap->size() == 1, "--comm local runs one process alone, but the ",
+             "launcher started ", bootstrap ? bootstrap->size() : 1,
+             " ranks: use --comm auto (or mpi) under mpirun");
     // One process: no collective library, whatever the device (checked where it is used).
     resolve_backend(backend, launched, Device::cpu());
     return std::make_unique<LocalCommunicator>();
@@ -141,7 +151,9 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
     spec = backend == "nccl" ? "cuda" : "emu";
   // A device index needs the node placement, which the MPI bootstrap knows. The emulated
   // collective uses MPI from its stream while the host plane may too: thread level MULTIPLE.
-  auto host = std::make_unique<MpiCommunicator>(spec.rfind("emu", 0) == 0);
+  std::unique_ptr<MpiCommunicator> host =
+      bootstrap ? std::move(bootstrap)
+                : std::make_unique<MpiCommunicator>(spec.rfind("emu", 0) == 0);
   const Device d = parse_device(spec, host->placement());
   const std::string resolved = resolve_backend(backend, launched, d);
   if (resolved == "mpi") return host;

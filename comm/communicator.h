@@ -29,6 +29,8 @@ enum class ReduceOp { Sum, Max, Min };
   void barrier() override;                                                                     \
   std::vector<std::string> gather_bytes(const std::string& mine, int root) override;
 
+class MpiCommunicator;
+
 class Communicator {
  public:
   virtual ~Communicator();
@@ -107,6 +109,11 @@ std::string resolve_backend(const std::string& requested, bool launched, const D
 // or the emulated collective (comm/emu_communicator.cpp).
 std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto",
                                                 const std::string& device = "cpu");
+// The same, on an MPI bootstrap the caller already started (agree_on_launch,
+// comm/launch_agreement.h); null starts one.
+std::unique_ptr<Communicator> make_communicator(const std::string& backend,
+                                                const std::string& device,
+                                                std::unique_ptr<MpiCommunicator> bootstrap);
 
 // One line saying where this process runs: its rank, the host name and its node-local
 // rank (--print-placement; the emulated multi-host test reads it).

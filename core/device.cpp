@@ -73,12 +73,18 @@ int local_emu(const NodePlacement& p) {
 namespace {
 
 // "emu" (this process's local device) or "emu:N".
+// The N of "kind:N", all digits already checked; a number too long for an int is no device.
+int device_index(const std::string& spec, size_t from) {
+  const std::string digits = spec.substr(from);
+  return digits.size() > 6 ? 1 << 30 : std::stoi(digits);
+}
+
 Device parse_emu(const std::string& spec, const NodePlacement& placement) {
   if (spec.size() == 3) return Device::emu(local_emu(placement));
   ST_CHECK(spec[3] == ':' && spec.size() > 4 &&
                spec.find_first_not_of("0123456789", 4) == std::string::npos,
            "--device: cannot parse '", spec, "' (expected emu or emu:N)");
-  const int index = std::stoi(spec.substr(4));
+  const int index = device_index(spec, 4);
   ST_CHECK(index < emu_device_count(), "--device ", spec, ": no such emulated device (",
            emu_device_count(), " per process; SPARSETRAIN_EMU_DEVICES sets the count)");
   return Device::emu(index);
@@ -105,7 +111,10 @@ Device parse_device(const std::string& spec, const NodePlacement& placement) {
   if (spec == "auto")
     return cuda_device_count() > 0 ? Device::cuda(local_gpu(placement, cuda_device_count()))
                                    : Device::cpu();
-  if (spec.rfind("emu", 0) == 0) return parse_emu(spec, placement);
+  if (spec.rfind("emu", 0) == 0) {
+    emu::read_environment();
+    return parse_emu(spec, placement);
+  }
   if (spec.rfind("cuda", 0) == 0) {
     ST_CHECK(cuda_built(), "--device ", spec,
              ": this sparsetrain was built without CUDA (configure with -DSPARSETRAIN_CUDA=ON)");
@@ -117,7 +126,7 @@ Device parse_device(const std::string& spec, const NodePlacement& placement) {
     ST_CHECK(spec[4] == ':' && spec.size() > 5 &&
                  spec.find_first_not_of("0123456789", 5) == std::string::npos,
              "--device: cannot parse '", spec, "' (expected cpu, cuda, cuda:N or auto)");
-    const int index = std::stoi(spec.substr(5));
+    const int index = device_index(spec, 5);
     ST_CHECK(index < n, "--device ", spec, ": no such GPU (", n, " CUDA device(s) visible)");
     return Device::cuda(index);
   }

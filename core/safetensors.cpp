@@ -404,6 +404,14 @@ std::map<std::string, std::string> load_safetensors_metadata(const std::string& 
   return metadata;
 }
 
+std::string safetensors_identity(const std::string& path) {
+  const std::map<std::string, std::string> metadata = open_checked(path).layout.metadata;
+  const auto sum = metadata.find(kChecksumKey);
+  const auto step = metadata.find("step");
+  return "step " + (step == metadata.end() ? std::string("?") : step->second) + ", data checksum " +
+         (sum == metadata.end() ? std::string("none") : sum->second);
+}
+
 TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string& path) {
   ST_CHECK(size >= 8, path, ": truncated (", size,
            " bytes; a safetensors file has an 8-byte header)");

@@ -43,6 +43,10 @@ TensorFile load_safetensors(const std::string& path);
 // The metadata of a file, reading and checking its header only (the tensors and their
 // checksum are not read): what a caller needs before it loads the whole file.
 std::map<std::string, std::string> load_safetensors_metadata(const std::string& path);
+// Which file this is, from its header: its "step" metadata and the checksum of its data
+// (sparsetrain's files carry one), e.g. "step 40, data checksum 0123456789abcdef". Two
+// ranks' copies of a checkpoint with the same identity hold the same bytes.
+std::string safetensors_identity(const std::string& path);
 // The same checks on a whole file held in memory; `path` names it in errors.
 TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string& path);
 

@@ -9,9 +9,12 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "core/error.h"
+#include "core/output_paths.h"
 #include "data/resize.h"
 
 namespace st {
@@ -66,9 +69,18 @@ static_assert(sizeof(PackedDataset::Entry) == 24);
 
 int64_t pack_image_folder(const ImageFolderDataset& folder, const fs::path& out,
                           const PackOptions& opt) {
-  ST_CHECK(opt.side > 0 && opt.threads > 0, "pack: side and threads must be > 0, got ", opt.side,
-           " and ", opt.threads);
+  ST_CHECK(opt.side > 0, "pack: --pack-size must be > 0, got ", opt.side);
+  ST_CHECK(opt.threads > 0, "pack: --workers must be > 0, got ", opt.threads);
   const fs::path tmp = out.string() + ".tmp";
+  // A failure (a bad image, a full disk) leaves no partial file behind.
+  struct RemoveOnFailure {
+    const fs::path& path;
+    bool done = false;
+    ~RemoveOnFailure() {
+      std::error_code ec;
+      if (!done) fs::remove(path, ec);
+    }
+  } cleanup{tmp};
   std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
   ST_CHECK(f.good(), tmp.string(), ": cannot create (", std::strerror(errno), ")");
   Header h{};
@@ -128,10 +140,12 @@ int64_t pack_image_folder(const ImageFolderDataset& folder, const fs::path& out,
   f.close();
   ST_CHECK(f.good(), tmp.string(), ": write failed (", std::strerror(errno), ")");
   fs::rename(tmp, out);
+  cleanup.done = true;
   return static_cast<int64_t>(h.file_size);
 }
 
 std::string pack_imagenet(const fs::path& root, const fs::path& out_dir, const PackOptions& opt) {
+  check_output_folder("pack --out", out_dir.string(), {"train.stpack", "val.stpack"});
   for (const char* split : {"train", "val"}) {
     const fs::path out = out_dir / (std::string(split) + ".stpack");
     ST_CHECK(opt.overwrite || !fs::is_directory(root / split) || !fs::exists(out),
@@ -161,21 +175,27 @@ PackedDataset::PackedDataset(const fs::path& file, Transform transform, std::str
   const std::string f = file.string();
   const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
   ST_CHECK(fd >= 0, who_, ": cannot open ", f, " (", std::strerror(errno), ")");
+  // Images are read with pread, not through a mapping: a file truncated or replaced while
+  // the run reads it then gives a short read and one line, where a mapping gives SIGBUS.
+  fd_ = std::shared_ptr<const int>(new int(fd), [](const int* d) {
+    ::close(*d);
+    delete d;
+  });
   struct stat st {};
   const bool stat_ok = ::fstat(fd, &st) == 0;
   const size_t bytes = stat_ok ? static_cast<size_t>(st.st_size) : 0;
   void* p =
       bytes >= sizeof(Header) ? ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
   const int map_errno = errno;
-  ::close(fd);
   ST_CHECK(bytes >= sizeof(Header), who_, ": ", f, " is ", bytes,
            " bytes, too short for a packed image file");
   ST_CHECK(p != MAP_FAILED, who_, ": cannot map ", f, " (", std::strerror(map_errno), ")");
-  map_ = std::shared_ptr<const uint8_t>(static_cast<const uint8_t*>(p), [bytes](const uint8_t* q) {
-    ::munmap(const_cast<uint8_t*>(q), bytes);
-  });
+  // The header, the index and the class names, read once here.
+  const std::unique_ptr<const uint8_t, std::function<void(const uint8_t*)>> map(
+      static_cast<const uint8_t*>(p),
+      [bytes](const uint8_t* q) { ::munmap(const_cast<uint8_t*>(q), bytes); });
   Header h;
-  std::memcpy(&h, map_.get(), sizeof h);
+  std::memcpy(&h, map.get(), sizeof h);
   const std::string damaged = who_ + ": " + f + " is damaged: ";
   ST_CHECK(std::memcmp(h.magic, kMagic, sizeof kMagic) == 0, who_, ": ", f,
            " is not a packed image file (written by `sparsetrain pack`)");
@@ -192,7 +212,7 @@ PackedDataset::PackedDataset(const fs::path& file, Transform transform, std::str
            ", names at ", h.names_offset, ")");
   {
     Entry* copy = new Entry[h.count > 0 ? h.count : 1];
-    std::memcpy(copy, map_.get() + h.index_offset, h.count * sizeof(Entry));
+    std::memcpy(copy, map.get() + h.index_offset, h.count * sizeof(Entry));
     index_storage_ = std::shared_ptr<const Entry>(copy, std::default_delete<Entry[]>());
     index_ = copy;
   }
@@ -207,7 +227,7 @@ PackedDataset::PackedDataset(const fs::path& file, Transform transform, std::str
              damaged, "index entry ", i, " (", e.width, "x", e.height, " at ", e.offset, ", label ",
              e.label, ") does not fit");
   }
-  const char* names = reinterpret_cast<const char*>(map_.get() + h.names_offset);
+  const char* names = reinterpret_cast<const char*>(map.get() + h.names_offset);
   const std::string all(names, bytes - h.names_offset);
   for (size_t pos = 0; pos < all.size();) {
     const size_t nl = all.find('\n', pos);
@@ -227,11 +247,23 @@ std::string PackedDataset::name() const {
 RawImage PackedDataset::load(int64_t index) const {
   check_index(index);
   const Entry& e = index_[index];
+  const size_t px = size_t{e.height} * e.width * 3;
+  std::shared_ptr<uint8_t[]> pixels(new uint8_t[px]);
+  size_t got = 0;
+  while (got < px) {
+    const ssize_t n =
+        ::pread(*fd_, pixels.get() + got, px - got, static_cast<off_t>(e.offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    ST_CHECK(n > 0, who_, ": ", file_.string(), " is damaged: image ", index, " (", px,
+             " bytes at offset ", e.offset, ") cannot be read (",
+             n < 0 ? std::strerror(errno) : "the file ends before it",
+             "); was it truncated or replaced while the run read it?");
+    got += static_cast<size_t>(n);
+  }
   RawImage r;
-  r.view = ImageView::hwc(map_.get() + e.offset, 3, static_cast<int>(e.height),
-                          static_cast<int>(e.width));
+  r.view = ImageView::hwc(pixels.get(), 3, static_cast<int>(e.height), static_cast<int>(e.width));
   r.label = e.label;
-  r.owner = map_;
+  r.owner = std::move(pixels);
   return r;
 }
 

@@ -40,7 +40,7 @@ std::string pack_imagenet(const std::filesystem::path& root, const std::filesyst
 
 class PackedDataset : public ImageDataset {
  public:
-  // Maps `file` and checks its header and index; a damaged file throws one line naming it.
+  // Opens `file` and checks its header and index; a damaged file throws one line naming it.
   PackedDataset(const std::filesystem::path& file, Transform transform,
                 std::string who = "packed images");
 
@@ -56,7 +56,7 @@ class PackedDataset : public ImageDataset {
  private:
   std::string who_;
   std::filesystem::path file_;
-  std::shared_ptr<const uint8_t> map_;  // the whole file, unmapped with the last user
+  std::shared_ptr<const int> fd_;  // the open file, closed with the last user
   // An aligned copy of the file's index (its offset in the file need not be aligned).
   std::shared_ptr<const Entry> index_storage_;
   const Entry* index_ = nullptr;

@@ -1,9 +1,5 @@
 #include "train/training_loop.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -67,39 +63,6 @@ std::unique_ptr<SqGradients> attach_sq_gradients(const TrainConfig& c, FlatParam
   auto sq = std::make_unique<SqGradients>(flat, c.batch_size * c.accum_steps);
   sparsify->set_aux_provider(sq->provider());
   return sq;
-}
-
-// The files a run writes into --out.
-const char* const kRunFiles[] = {"config.json",          "iterations.csv", "iterations.jsonl",
-                                 "epochs.csv",           "epochs.jsonl",   "checkpoint.safetensors",
-                                 "epoch_end.safetensors"};
-
-// Whether --resume continues the run in --out (its checkpoint lies in that folder).
-bool resumes_in_place(const TrainConfig& c) {
-  if (c.resume.empty()) return false;
-  fs::path dir = fs::path(c.resume).parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code ec;
-  return fs::equivalent(dir, c.out, ec);
-}
-
-// A second run into a folder that holds one would truncate its metrics and replace its
-// checkpoint: that takes --resume of that run's checkpoint (continue it) or --overwrite
-// (replace it). A resume of another folder's checkpoint would append to this run's
-// metrics, so it is refused too.
-void prepare_out_dir(const TrainConfig& c) {
-  std::vector<fs::path> existing;
-  for (const char* name : kRunFiles)
-    if (fs::exists(fs::path(c.out) / name)) existing.push_back(fs::path(c.out) / name);
-  if (existing.empty() || resumes_in_place(c)) return;
-  const std::string here = (fs::path(c.out) / "checkpoint.safetensors").string();
-  ST_CHECK(c.overwrite || !c.resume.empty(), "--out ", c.out, " already holds a run (",
-           existing[0].string(), "); continue it with --resume ", here,
-           ", or pass --overwrite to replace it");
-  ST_CHECK(c.overwrite, "--out ", c.out, " already holds another run (", existing[0].string(),
-           "); --resume ", c.resume, " would merge the two: continue that run in its own folder, ",
-           "choose an empty --out, or pass --overwrite to replace ", c.out, "'s run");
-  for (const fs::path& p : existing) fs::remove(p);
 }
 
 std::string format_number(double v) {
@@ -800,47 +763,11 @@ LoopResult TrainingLoop::run() {
 
 }  // namespace
 
-OutDirClaim::OutDirClaim(const std::string& out) {
-  const std::string path = (fs::path(out) / ".sparsetrain.lock").string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  ST_CHECK(fd_ >= 0, "--out ", out, ": cannot create ", path, ": ", std::strerror(errno));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-    const std::string pid = std::to_string(::getpid()) + "\n";
-    // The pid is for the message below; the lock is what counts.
-    [[maybe_unused]] const bool noted =
-        ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) > 0;
-    return;
-  }
-  const int err = errno;
-  char holder[32] = {};
-  const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
-  std::string pid(holder, n > 0 ? static_cast<size_t>(n) : 0);
-  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-  ::close(fd_);
-  fd_ = -1;
-  // A file system without locks (some network mounts) leaves the folder unclaimed.
-  if (err != EWOULDBLOCK) return;
-  ST_THROW("--out ", out, " is in use by another run (process ", pid.empty() ? "?" : pid, " holds ",
-           path, "); wait for it to end or choose another --out");
-}
-
-OutDirClaim::~OutDirClaim() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-OutDirClaim& OutDirClaim::operator=(OutDirClaim&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.fd_;
-    o.fd_ = -1;
-  }
-  return *this;
-}
-
 OutDirClaim prepare_run(const TrainConfig& c, Communicator& comm) {
   check_config(c);
   check_same_config_on_all_ranks(c, comm);
   if (comm.rank() != 0) return {};
+  check_run_paths(c);  // before anything is made
   fs::create_directories(c.out);
   OutDirClaim claim(c.out);
   prepare_out_dir(c);

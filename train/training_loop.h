@@ -26,6 +26,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/metrics.h"
+#include "train/run_folder.h"
 
 namespace st {
 
@@ -102,23 +103,6 @@ struct LoopResult {
   double seconds = 0;
   double mean_step_ms = 0;  // forward + backward + exchange + update, without the first 5
   int interrupted_by = 0;   // the stop signal (SIGINT, SIGTERM, SIGUSR1, SIGHUP), 0 = none
-};
-
-// Rank 0's claim on --out for a run's lifetime: an exclusive lock (flock) on
-// <out>/.sparsetrain.lock, which a second run into the same folder finds taken and is
-// refused by. The kernel drops it when the process ends, also on kill -9.
-class OutDirClaim {
- public:
-  OutDirClaim() = default;
-  explicit OutDirClaim(const std::string& out);
-  ~OutDirClaim();
-  OutDirClaim(OutDirClaim&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  OutDirClaim& operator=(OutDirClaim&& o) noexcept;
-  OutDirClaim(const OutDirClaim&) = delete;
-  OutDirClaim& operator=(const OutDirClaim&) = delete;
-
- private:
-  int fd_ = -1;
 };
 
 // Before a task is built: checks every flag, that all ranks got the same ones, claims

@@ -50,6 +50,11 @@ int device_count() {
   return n;
 }
 
+void read_environment() {
+  device_count();
+  delay();
+}
+
 void set_thread_device(int device) {
   ST_CHECK(device >= 0 && device < device_count(), "emu: no device emu:", device, " (",
            device_count(), " per process; SPARSETRAIN_EMU_DEVICES sets the count)");

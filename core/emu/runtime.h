@@ -34,4 +34,9 @@ void set_executing_device(int device);
 int task_delay_us();
 void set_task_delay_us(int us);
 
+// Reads every SPARSETRAIN_EMU_* setting now, on the calling thread, so a bad value is one
+// line where the device is chosen (the CLI) or a stream made, never an error on a stream
+// executor.
+void read_environment();
+
 }  // namespace st::emu

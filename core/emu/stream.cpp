@@ -128,6 +128,7 @@ struct Stream::Impl {
 };
 
 Stream::Stream(int device, const char* kind) : impl_(std::make_unique<Impl>()) {
+  read_environment();  // here, not first on the executor thread
   ST_CHECK(device >= 0 && device < device_count(), "emu: no device emu:", device);
   open_context(device);
   impl_->self = this;

@@ -3,6 +3,7 @@
 // Every error becomes one line on stderr and exit code 1 (2 for bad flags).
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -37,6 +38,24 @@ void set_sp_pairs(st::TrainConfig& c, const std::vector<std::string>& pairs) {
   }
 }
 
+// What every number a flag takes must look like before CLI11 converts it: CLI11 reads an
+// empty value (an unset shell variable) as 0, "-1" for an unsigned field as 2^64 - 1, and
+// "nan" or "inf" as themselves; each is refused in one line naming the flag.
+CLI::Validator number_text(bool is_unsigned) {
+  return CLI::Validator(
+      [is_unsigned](std::string& text) -> std::string {
+        if (text.empty()) return "empty value (an unset variable?); give a number";
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
+        if (!std::isfinite(v)) return "'" + text + "' is not a finite number";
+        if (is_unsigned && text.find('-') != std::string::npos)
+          return "'" + text + "' is negative; give a whole number >= 0";
+        return "";
+      },
+      "");
+}
+
 // A flag of the table (train/flags.h) on `app`, bound to its field in `c`.
 CLI::Option* add_flag_row(CLI::App* app, const st::FlagRow& row, st::TrainConfig& c) {
   CLI::Option* opt = nullptr;
@@ -50,7 +69,8 @@ CLI::Option* add_flag_row(CLI::App* app, const st::FlagRow& row, st::TrainConfig
                      c.beta2 = b.at(1);
                    },
                    row.help)
-                ->expected(2);
+                ->expected(2)
+                ->check(number_text(false));
     } else if constexpr (std::is_same_v<T, st::SpPairsField>) {
       opt = app->add_option_function<std::vector<std::string>>(
           row.names, [&c](const std::vector<std::string>& pairs) { set_sp_pairs(c, pairs); },
@@ -62,6 +82,7 @@ CLI::Option* add_flag_row(CLI::App* app, const st::FlagRow& row, st::TrainConfig
     } else {
       opt = app->add_option(row.names, field, row.help);
       if (row.show_default) opt->capture_default_str();
+      if constexpr (std::is_arithmetic_v<T>) opt->check(number_text(std::is_unsigned_v<T>));
     }
   };
   st::visit_field(row.field, c, bind);

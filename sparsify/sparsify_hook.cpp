@@ -282,7 +282,10 @@ void SparsifyHook::sparse_exchange(const Bucket& bucket, Tensor& grads, Communic
   st.exchange_ms = t.ms();
   phase(Phase::Other);
   record_phases(st);
-  st.actual_density = static_cast<double>(st.global_count) / static_cast<double>(n);
+  // A transform method's positions are coefficients (real and imaginary parts of about
+  // n/2 + 1 per piece, more than n in all): its density is the share of its domain.
+  st.domain = domain;
+  st.actual_density = static_cast<double>(st.global_count) / static_cast<double>(domain);
   st.residual_norm = std::sqrt(ops.stats(b.x, {0, n}).sum_sq);
   // --sp ef=off: what was not sent (its norm is still reported) is dropped, so the next
   // step selects from its own gradient alone.

@@ -46,7 +46,10 @@ struct SparsifyStats {
   int64_t k = 0;             // user target floor(d n)
   int64_t local_count = 0;   // this rank's selected count (low-rank: floats it sends)
   int64_t global_count = 0;  // values in the aggregated result (low-rank: floats summed)
-  double actual_density = 0;
+  // The positions those counts are out of: n, or a transform method's coefficients
+  // (sparsifier.h's domain_size); 0 means n.
+  int64_t domain = 0;
+  double actual_density = 0;  // global_count / domain
   double threshold = 0;
   double padding_overhead = 0;  // max_i k_i * P / sum_i k_i - 1
   // The same as slots: P max_i k_i and sum_i k_i (0 for patterns without a padded
@@ -74,6 +77,8 @@ enum class SelectScope { Bucket = 0, Tensor = 1 };
 
 class SparsifyHook : public BucketHook {
  public:
+  // Where the method selects, as --sp scope was parsed (the key's owner reads it).
+  SelectScope scope() const { return scope_; }
   // The --sp keys the hook reads for every method (scope, min_tensor); the registry
   // accepts them next to each method's own keys.
   static const std::vector<SpKey>& keys();

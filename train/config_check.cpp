@@ -92,6 +92,13 @@ void check_config(const TrainConfig& c) {
   ST_CHECK(contains(datasets, c.dataset), "unknown --dataset '", c.dataset, "'",
            lm ? " for --arch lstm" : "", "; valid: ", join(datasets));
   check_flag_ranges(c);
+  // -1 asks for a measurement; any other value is the share itself.
+  ST_CHECK(c.first_layers_first == -1 || c.first_layers_first >= 0,
+           "--first-layers-first must be -1 (measure the share) or a share in [0, 1], got ",
+           c.first_layers_first);
+  ST_CHECK(c.first_layers_first == -1 || c.forward_overlap,
+           "--first-layers-first orders the exchange under --forward-overlap only; add "
+           "--forward-overlap or drop --first-layers-first");
   ST_CHECK(c.sparsifier != "none" || c.sparsifier_params.empty(),
            "--sp needs a --sparsifier (got --sp ", format_sparsifier_params(c.sparsifier_params),
            " with --sparsifier none)");

@@ -47,8 +47,10 @@ void check_exchange_flags(const TrainConfig& c) {
            ": --sparsifier ", c.sparsifier,
            " reads per-sample squared gradients of the whole bucket, which a rank's slice does "
            "not have; use it flat (--hierarchy off)");
-  auto scope = c.sparsifier_params.find("scope");
-  ST_CHECK(scope == c.sparsifier_params.end() || scope->second != "tensor", hierarchy_label(), " ",
+  // --sp scope as the hook's own parser reads it (a word or its number).
+  std::shared_ptr<SparsifyHook> sparsify;
+  make_exchange_hook(c, sparsify);
+  ST_CHECK(!sparsify || sparsify->scope() != SelectScope::Tensor, hierarchy_label(), " ",
            c.hierarchy,
            ": --sp scope=tensor selects per tensor, but a rank's slice of a bucket "
            "cuts through tensors; use scope=bucket or --hierarchy off");

@@ -17,6 +17,9 @@ namespace st {
 
 namespace {
 
+// Batch sizes and step counts a checkpoint stores are read back as 32-bit (train/checkpoint.cpp).
+constexpr double kMaxInt32 = 2147483647.0;
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -85,7 +88,7 @@ std::vector<FlagRow> process_rows() {
        .field = &TrainConfig::batch_size,
        .help = "mini-batch size per process",
        .eval_too = true,
-       .range = at_least(1),
+       .range = in_range(1, false, kMaxInt32, false),
        .agree = Agree::value,
        .saved_as = "batch_size",
        .on_resume = OnResume::same_mid_epoch,
@@ -149,7 +152,7 @@ std::vector<FlagRow> optimisation_rows() {
        .field = &TrainConfig::accum_steps,
        .help = "micro-batches of -b per optimiser step (gradient accumulation; the exchange "
                "runs once per step, in the last micro-batch's backward)",
-       .range = at_least(1),
+       .range = in_range(1, false, kMaxInt32, false),
        .agree = Agree::value,
        .saved_as = "accum_steps",
        .on_resume = OnResume::same_mid_epoch},
@@ -469,11 +472,18 @@ std::string text_of(double v, const char* format) {
 }
 
 // One number against its row's range, with the message the flag has always had.
+bool in_flag_range(double x, const FlagRange& r) {
+  return std::isfinite(x) && (r.open_min ? x > r.min : x >= r.min) &&
+         (r.open_max ? x < r.max : x <= r.max);
+}
+
 template <typename T>
 void check_number(const std::string& flag, T value, const FlagRange& r) {
   if constexpr (std::is_integral_v<T>) {
     ST_CHECK(value >= static_cast<T>(r.min), flag, " must be at least ", static_cast<T>(r.min),
              ", got ", value);
+    ST_CHECK(!std::isfinite(r.max) || static_cast<double>(value) <= r.max, flag,
+             " must be at most ", static_cast<int64_t>(r.max), ", got ", value);
   } else {
     const double v = value;
     const bool finite = std::isfinite(v);
@@ -613,6 +623,15 @@ void check_resumed_flags(const std::string& checkpoint,
                          const std::map<std::string, std::string>& now, const TrainPosition& pos,
                          const std::string& mid_epoch_hint) {
   for (const FlagRow& row : train_flags()) {
+    // A saved value outside the flag's range was written by another version or edited.
+    if (const auto v = saved.find(row.saved_as);
+        !row.saved_as.empty() && v != saved.end() && row.range.checked()) {
+      char* end = nullptr;
+      const double x = std::strtod(v->second.c_str(), &end);
+      ST_CHECK(end != v->second.c_str() && *end == '\0' && in_flag_range(x, row.range), checkpoint,
+               ": checkpoint metadata '", row.saved_as, "' is '", v->second, "', outside ",
+               flag_label(row), "'s range");
+    }
     if (row.on_resume == OnResume::free) continue;
     const auto a = saved.find(row.saved_as), b = now.find(row.saved_as);
     if (a == saved.end() || b == now.end() || a->second == b->second) continue;

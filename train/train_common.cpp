@@ -49,8 +49,10 @@ void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& ro
   int64_t n = 0, k = 0, local = 0, global = 0, bytes = 0, largest = 0, padded = 0, filled = 0;
   double threshold = 0, residual_sq = 0;
   double phase[std::size(kPhases)] = {};
+  int64_t domain = 0;
   for (const SparsifyStats& s : stats) {
     n += s.n;
+    domain += s.domain > 0 ? s.domain : s.n;
     k += s.k;
     local += s.local_count;
     global += s.global_count;
@@ -67,7 +69,7 @@ void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& ro
   row.push_back({"sp_k", k});
   row.push_back({"sp_local", local});
   row.push_back({"sp_global", global});
-  row.push_back({"sp_density", n ? static_cast<double>(global) / n : 0.0});
+  row.push_back({"sp_density", domain ? static_cast<double>(global) / domain : 0.0});
   row.push_back({"sp_threshold", threshold});
   row.push_back({"sp_padding", filled ? static_cast<double>(padded) / filled - 1.0 : 0.0});
   for (size_t p = 0; p < std::size(kPhases); ++p) row.push_back({kPhases[p].first, phase[p]});

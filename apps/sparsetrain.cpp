@@ -190,6 +190,7 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   st::TrainConfig& tc = cli.tc;
   const auto flag_given = [&](const st::FlagRow& row) { return given(cli.train_options, row); };
   // The language model's defaults first; an optimizer's own defaults override them.
+  st::check_lm_only_flags(tc, flag_given);
   if (tc.arch == "lstm") st::apply_lm_defaults(tc, flag_given);
   st::apply_optimizer_defaults(tc, flag_given);
   // Under mpirun every rank agrees on what decides the collectives before any runs.

@@ -404,30 +404,35 @@ std::vector<FlagRow> lm_rows() {
       {.names = "--layers",
        .field = &LmOptions::layers,
        .help = "LSTM layers (--arch lstm)",
+       .range = at_least(1),
        .agree = Agree::value,
        .saved_as = "lm_layers",
        .saved_by = SavedBy::lm},
       {.names = "--hidden",
        .field = &LmOptions::hidden,
        .help = "LSTM hidden units (--arch lstm)",
+       .range = at_least(1),
        .agree = Agree::value,
        .saved_as = "lm_hidden",
        .saved_by = SavedBy::lm},
       {.names = "--emsize",
        .field = &LmOptions::emsize,
        .help = "word embedding size (--arch lstm)",
+       .range = at_least(1),
        .agree = Agree::value,
        .saved_as = "lm_emsize",
        .saved_by = SavedBy::lm},
       {.names = "--bptt",
        .field = &LmOptions::bptt,
        .help = "truncated-BPTT window length (--arch lstm)",
+       .range = at_least(1),
        .agree = Agree::value,
        .saved_as = "lm_bptt",
        .saved_by = SavedBy::lm},
       {.names = "--dropout",
        .field = &LmOptions::dropout,
        .help = "dropout probability (--arch lstm)",
+       .range = in_range(0, false, 1, true),
        .agree = Agree::value,
        .saved_as = "lm_dropout",
        .saved_by = SavedBy::lm},
@@ -592,6 +597,23 @@ void apply_lm_defaults(TrainConfig& c, const FlagGiven& given) {
       if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>)
         assign_text(field, row.lm_default);
     });
+  }
+}
+
+void check_lm_only_flags(const TrainConfig& c, const FlagGiven& given) {
+  if (c.arch == "lstm") return;
+  for (const FlagRow& row : train_flags()) {
+    const bool lm_only = std::visit(
+        [](auto member) {
+          using M = decltype(member);
+          if constexpr (std::is_same_v<M, BetasField> || std::is_same_v<M, SpPairsField>)
+            return false;
+          else
+            return std::is_invocable_v<M, const LmOptions&>;
+        },
+        row.field);
+    ST_CHECK(!lm_only || !given(row), flag_label(row), " applies to --arch lstm only, not --arch ",
+             c.arch);
   }
 }
 

@@ -120,6 +120,9 @@ inline constexpr double kAdamwWeightDecay = 0.01;
 using FlagGiven = std::function<bool(const FlagRow&)>;
 // The language model's defaults (the `lm_default` column) for the flags not given.
 void apply_lm_defaults(TrainConfig& c, const FlagGiven& given);
+// Throws one line for a language-model flag given with another --arch (it would be
+// ignored).
+void check_lm_only_flags(const TrainConfig& c, const FlagGiven& given);
 
 // Throws st::Error naming the first flag (in table order) outside its range or choices.
 void check_flag_ranges(const TrainConfig& c);

@@ -111,6 +111,20 @@ TEST_F(Packed, DamagedFileGivesOneLineNamingIt) {
   expect(label, "label 7");
 }
 
+TEST_F(Packed, AFileTruncatedWhileARunReadsItGivesOneLineNotSigbus) {
+  auto packed = open_packed_imagenet(dir_ / "out", true, crop());
+  EXPECT_NO_THROW(packed->load(1));
+  fs::resize_file(dir_ / "out" / "train.stpack", 100);  // as `truncate -s 100` does
+  try {
+    packed->load(1);
+    FAIL() << "a truncated pack was read";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("train.stpack is damaged: image 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("truncated or replaced while the run read it"), std::string::npos) << what;
+  }
+}
+
 TEST_F(Packed, ExistingPackFilesAreKeptUnlessOverwriteIsAsked) {
   const fs::path train = dir_ / "out" / "train.stpack", val = dir_ / "out" / "val.stpack";
   const std::vector<uint8_t> before = read_file(train);

@@ -153,6 +153,10 @@ bool given(const std::vector<CLI::Option*>& options, const st::FlagRow& row) {
 }
 
 void add_subcommands(Cli& cli) {
+  // A usage error is one line, as every other error (subcommands inherit this).
+  cli.app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("sparsetrain: error: ") + e.what() + "\n";
+  });
   cli.app.require_subcommand(1);
   // Version, commit and the backends built in (core/build_info.h), and how this process's
   // OpenMP threads wait (core/parallel.h), which step times depend on.

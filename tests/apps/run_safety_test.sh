@@ -38,10 +38,10 @@ expect_error() {
 }
 
 expect_error log_every 1 "--log-every must be at least 1, got 0" "${common[@]}" --log-every 0 --out "$tmp/x"
-expect_error clip_nan 1 "--clip must be at least 0 and finite, got nan" "${common[@]}" --clip nan --out "$tmp/x"
+expect_error clip_nan 2 "--clip: 'nan' is not a finite number" "${common[@]}" --clip nan --out "$tmp/x"
 expect_error test_subset 1 "--test-subset must be at least 0, got -5" "${base[@]}" --dataset synthetic --test-subset -5 --out "$tmp/x"
 expect_error max_iters 1 "--max-iters must be at least 0, got -3" "${common[@]}" --max-iters -3 --out "$tmp/x"
-expect_error lr_inf 1 "--lr must be greater than 0 and finite, got inf" "${common[@]}" --lr inf --out "$tmp/x"
+expect_error lr_inf 2 "--lr: 'inf' is not a finite number" "${common[@]}" --lr inf --out "$tmp/x"
 expect_error first_bucket 1 "--first-bucket-mb must be greater than 0 and finite, got -1" "${common[@]}" --first-bucket-mb -1 --out "$tmp/x"
 expect_error sp_alone 1 "--sp needs a --sparsifier" "${common[@]}" --sp hi=1.2 --out "$tmp/x"
 expect_error dataset 1 "unknown --dataset 'cifar11'" "${base[@]}" --dataset cifar11 --out "$tmp/x"

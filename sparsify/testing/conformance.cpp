@@ -263,8 +263,11 @@ void check_exchange(Report& rep, const Exchange& e, SparsifyHook& hook, Communic
   else
     check_result_positions(rep, e, hook, comm, p);
   const SparsifyStats& s = e.stats;
-  rep.check(s.actual_density == static_cast<double>(s.global_count) / e.n, e.at,
-            "actual_density is not global_count / n");
+  // Out of the positions counted: n, or a transform method's coefficient domain.
+  const int64_t domain = s.domain > 0 ? s.domain : e.n;
+  rep.check(
+      s.actual_density == static_cast<double>(s.global_count) / domain && s.actual_density <= 1.0,
+      e.at, "actual_density is not global_count / domain in [0, 1]");
   if (s.global_count > 0) rep.check(s.bytes_sent > 0, e.at, "no bytes accounted");
   rep.check(s.n == e.n, e.at, "stats n ", s.n, " != ", e.n);
   const double sig = hook.sparsifier().state_signature(e.bucket.id);

@@ -199,7 +199,7 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   st::apply_optimizer_defaults(tc, flag_given);
   // Under mpirun every rank agrees on what decides the collectives before any runs.
   std::unique_ptr<st::MpiCommunicator> bootstrap = st::agree_on_launch(
-      tc.device,
+      tc.comm, tc.device,
       st::launch_facts("train", tc.check_flags, tc.device, tc.comm, "--resume", tc.resume));
   if (tc.check_flags) {
     st::check_config(tc);
@@ -225,7 +225,7 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
 void run_eval(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   st::TrainConfig& ec = cli.ec;
   std::unique_ptr<st::MpiCommunicator> bootstrap = st::agree_on_launch(
-      ec.device,
+      ec.comm, ec.device,
       st::launch_facts("eval", false, ec.device, ec.comm, "the checkpoint", cli.checkpoint));
   comm = st::make_communicator(ec.comm, ec.device, std::move(bootstrap));
   st::check_checkpoint_file(cli.checkpoint);

@@ -127,6 +127,16 @@ std::string resolve_backend(const std::string& requested, bool launched, const D
   return requested;
 }
 
+std::string device_for_backend(const std::string& backend, const std::string& device) {
+  if (device == "cpu" && (backend == "nccl" || backend == "emu"))
+    return backend == "nccl" ? "cuda" : "emu";
+  return device;
+}
+
+bool needs_mpi_thread_multiple(const std::string& backend, const std::string& device) {
+  return device_for_backend(backend, device).rfind("emu", 0) == 0;
+}
+
 std::unique_ptr<Communicator> make_communicator(const std::string& backend,
                                                 const std::string& device) {
   return make_communicator(backend, device, nullptr);
@@ -145,15 +155,11 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend,
     resolve_backend(backend, launched, Device::cpu());
     return std::make_unique<LocalCommunicator>();
   }
-  // "--comm nccl" / "--comm emu" without a device mean this rank's GPU / emulated device.
-  std::string spec = device;
-  if (device == "cpu" && (backend == "nccl" || backend == "emu"))
-    spec = backend == "nccl" ? "cuda" : "emu";
-  // A device index needs the node placement, which the MPI bootstrap knows. The emulated
-  // collective uses MPI from its stream while the host plane may too: thread level MULTIPLE.
+  const std::string spec = device_for_backend(backend, device);
+  // A device index needs the node placement, which the MPI bootstrap knows.
   std::unique_ptr<MpiCommunicator> host =
       bootstrap ? std::move(bootstrap)
-                : std::make_unique<MpiCommunicator>(spec.rfind("emu", 0) == 0);
+                : std::make_unique<MpiCommunicator>(needs_mpi_thread_multiple(backend, device));
   const Device d = parse_device(spec, host->placement());
   const std::string resolved = resolve_backend(backend, launched, d);
   if (resolved == "mpi") return host;

@@ -107,6 +107,12 @@ std::string resolve_backend(const std::string& requested, bool launched, const D
 // the device is resolved with the MPI placement, so "cuda" is this rank's local GPU).
 // "nccl" and "emu" are SplitCommunicators: host tensors over MPI, device tensors over NCCL
 // or the emulated collective (comm/emu_communicator.cpp).
+// The device a run's tensors live on: --device, except that "--comm nccl" / "--comm emu"
+// without a device mean this rank's GPU / emulated device.
+std::string device_for_backend(const std::string& backend, const std::string& device);
+// Whether MPI must start at MPI_THREAD_MULTIPLE: the emulated collective uses MPI from its
+// stream while the host plane may too.
+bool needs_mpi_thread_multiple(const std::string& backend, const std::string& device);
 std::unique_ptr<Communicator> make_communicator(const std::string& backend = "auto",
                                                 const std::string& device = "cpu");
 // The same, on an MPI bootstrap the caller already started (agree_on_launch,

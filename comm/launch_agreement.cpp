@@ -35,10 +35,12 @@ std::string shown(const int32_t* words) {
 
 }  // namespace
 
-std::unique_ptr<MpiCommunicator> agree_on_launch(const std::string& device,
+std::unique_ptr<MpiCommunicator> agree_on_launch(const std::string& backend,
+                                                 const std::string& device,
                                                  const std::vector<LaunchFact>& facts) {
   if (!launched_by_mpi()) return nullptr;
-  auto mpi = std::make_unique<MpiCommunicator>(device.rfind("emu", 0) == 0);
+  // The thread level make_communicator would ask for: MPI starts only once.
+  auto mpi = std::make_unique<MpiCommunicator>(needs_mpi_thread_multiple(backend, device));
   const int p = mpi->size();
   if (p == 1) return mpi;
   const int64_t n = static_cast<int64_t>(facts.size());

@@ -33,12 +33,13 @@ class EveryRankError : public Error {
   int rank_, size_;
 };
 
-// Under an MPI launcher: starts MPI (at the thread level `device` needs; the emulated
-// device's collective needs MPI_THREAD_MULTIPLE), compares `facts` (the same number, in
-// the same order, on every rank) and returns the bootstrap communicator; throws
+// Under an MPI launcher: starts MPI at the thread level --comm `backend` on `device` needs
+// (needs_mpi_thread_multiple), compares `facts` (the same number, in the same order, on
+// every rank) and returns the bootstrap communicator for make_communicator; throws
 // EveryRankError naming the first fact two ranks disagree on and both values. Without a
 // launcher: null.
-std::unique_ptr<MpiCommunicator> agree_on_launch(const std::string& device,
+std::unique_ptr<MpiCommunicator> agree_on_launch(const std::string& backend,
+                                                 const std::string& device,
                                                  const std::vector<LaunchFact>& facts);
 
 // The facts a command compares (apps/sparsetrain.cpp): `checkpoint` is the file it

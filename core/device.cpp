@@ -72,13 +72,13 @@ int local_emu(const NodePlacement& p) {
 
 namespace {
 
-// "emu" (this process's local device) or "emu:N".
 // The N of "kind:N", all digits already checked; a number too long for an int is no device.
 int device_index(const std::string& spec, size_t from) {
   const std::string digits = spec.substr(from);
   return digits.size() > 6 ? 1 << 30 : std::stoi(digits);
 }
 
+// "emu" (this process's local device) or "emu:N".
 Device parse_emu(const std::string& spec, const NodePlacement& placement) {
   if (spec.size() == 3) return Device::emu(local_emu(placement));
   ST_CHECK(spec[3] == ':' && spec.size() > 4 &&

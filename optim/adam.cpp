@@ -69,8 +69,8 @@ void Adam::step_params(const std::vector<size_t>& which, float lr) {
     written.push_back(params_[i]);
     steps.push_back(plan_step(i, lr));
   }
-  queue_where_params_live(written, "Adam", [steps = std::move(steps), who = name()]() mutable {
-    for (Step& s : steps) apply(s, who);
+  queue_where_params_live(written, "Adam", [steps = std::move(steps)]() mutable {
+    for (Step& s : steps) apply(s);
   });
 }
 
@@ -91,32 +91,27 @@ Adam::Step Adam::plan_step(size_t i, float lr) {
   const Device device = p.value.device();
   ST_CHECK(p.grad.device() == device, name(), ": parameter ", p.name, " is on ", device.str(),
            " but its gradient on ", p.grad.device().str());
+#ifndef SPARSETRAIN_WITH_CUDA
+  ST_CHECK(!device.is_cuda(), name(), ": parameter ", p.name, " is on ", device.str(),
+           " but this build has no CUDA");
+#endif
   State& st = state_[i];
   if (!st.step.defined()) init_state(i);
   const float t = *st.step.f32() += 1.0f;
-  return Step{p.name,
-              p.value,
-              p.grad,
-              st.exp_avg,
-              st.exp_avg_sq,
-              st.max_exp_avg_sq,
-              adam_coeffs(options_, lr, weight_decay_of(i), t)};
+  return Step{p.value,           p.grad,
+              st.exp_avg,        st.exp_avg_sq,
+              st.max_exp_avg_sq, adam_coeffs(options_, lr, weight_decay_of(i), t)};
 }
 
-void Adam::apply(Step& s, [[maybe_unused]] const std::string& who) {
+void Adam::apply(Step& s) {
   const int64_t n = s.value.numel();
   const bool amsgrad = s.max_exp_avg_sq.defined();
   float* vmax = amsgrad ? s.max_exp_avg_sq.f32() : nullptr;
-  if (s.value.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
-    cuda::adam_update(s.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, s.grad.f32(), n,
-                      s.coeffs, amsgrad, s.value.device().index);
-    return;
-#else
-    ST_THROW(who, ": parameter ", s.name, " is on ", s.value.device().str(),
-             " but this build has no CUDA");
+  if (s.value.device().is_cuda())
+    return cuda::adam_update(s.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, s.grad.f32(),
+                             n, s.coeffs, amsgrad, s.value.device().index);
 #endif
-  }
   if (amsgrad) {
     adam_loop<true>(s.value.f32(), s.exp_avg.f32(), s.exp_avg_sq.f32(), vmax, s.grad.f32(), n,
                     s.coeffs);

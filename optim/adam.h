@@ -68,12 +68,13 @@ class Adam : public Optimizer {
   void init_state(size_t i);
   // One parameter's update as decided on the host, held by value for a queued task.
   struct Step {
-    std::string name;
     Tensor value, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;  // the last only with amsgrad
     math::AdamCoeffs coeffs;
   };
+  // Decided on the host, before anything is queued (a parameter this build cannot
+  // update is refused there).
   Step plan_step(size_t i, float lr);
-  static void apply(Step& s, const std::string& who);
+  static void apply(Step& s);
 
   std::vector<Param*> params_;
   AdamOptions options_;

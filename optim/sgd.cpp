@@ -64,9 +64,12 @@ Sgd::Step Sgd::plan_step(size_t i, float lr) {
   const Device device = p.value.device();
   ST_CHECK(p.grad.device() == device, "SGD: parameter ", p.name, " is on ", device.str(),
            " but its gradient on ", p.grad.device().str());
+#ifndef SPARSETRAIN_WITH_CUDA
+  ST_CHECK(!device.is_cuda(), "SGD: parameter ", p.name, " is on ", device.str(),
+           " but this build has no CUDA");
+#endif
   Step s{
-      p.name, p.value, p.grad, {}, {lr, options_.momentum, options_.dampening, weight_decay_of(i)},
-      false};
+      p.value, p.grad, {}, {lr, options_.momentum, options_.dampening, weight_decay_of(i)}, false};
   if (options_.momentum != 0.0f) {
     s.first = !buffers_[i].defined();
     if (s.first) buffers_[i] = Tensor::empty(p.value.shape(), DType::F32, device);
@@ -82,15 +85,10 @@ void Sgd::apply(Step& s, const SgdOptions& o) {
   const bool momentum = o.momentum != 0.0f;
   float* b = momentum ? s.buffer.f32() : nullptr;
   const math::SgdCoeffs& c = s.coeffs;
-  if (s.value.device().is_cuda()) {
 #ifdef SPARSETRAIN_WITH_CUDA
-    cuda::sgd_update(v, b, g, n, c, momentum, o.nesterov, s.first, s.value.device().index);
-    return;
-#else
-    ST_THROW("SGD: parameter ", s.name, " is on ", s.value.device().str(),
-             " but this build has no CUDA");
+  if (s.value.device().is_cuda())
+    return cuda::sgd_update(v, b, g, n, c, momentum, o.nesterov, s.first, s.value.device().index);
 #endif
-  }
   if (!momentum) {
     sgd_loop<false, false, false>(v, nullptr, g, n, c);
     return;

@@ -52,11 +52,12 @@ class Sgd : public Optimizer {
  private:
   // One parameter's update as decided on the host, held by value for a queued task.
   struct Step {
-    std::string name;
     Tensor value, grad, buffer;  // buffer: undefined without momentum
     math::SgdCoeffs coeffs;
     bool first;  // the buffer's first step: it starts as the gradient
   };
+  // Decided on the host, before anything is queued (a parameter this build cannot
+  // update is refused there).
   Step plan_step(size_t i, float lr);
   static void apply(Step& s, const SgdOptions& o);
 

@@ -183,7 +183,7 @@ std::string EmuStreamTracks::track_of(const Run& run) {
 
 void EmuStreamTracks::stop_into(TraceWriter& trace) {
   if (!recording_) return;
-  emu::set_task_observer(nullptr);
+  emu::remove_task_observer_when_stamped_reported();
   recording_ = false;
   for (const Run& r : runs_) {
     // "a layer" -> "layer": the callers name work for error messages.

@@ -89,8 +89,9 @@ class EmuStreamTracks {
   EmuStreamTracks& operator=(const EmuStreamTracks&) = delete;
 
   void start();
-  // Stops recording (no task is reported after it returns) and moves what was recorded
-  // into `trace`; a no-op when not started.
+  // Stops recording and moves what was recorded into `trace`: waits until every task
+  // queued while recording has run, so the tail of a traced step that the streams ran
+  // after the host moved on is there too. A no-op when not started.
   void stop_into(TraceWriter& trace);
 
  private:

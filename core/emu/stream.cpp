@@ -157,7 +157,7 @@ void Stream::enqueue(std::function<void()> task, bool slow, const char* what) {
 
 OrderingClock Stream::enqueue_after(std::function<void()> task, bool slow, const char* what,
                                     const OrderingClock* extra) {
-  Impl::Task t{std::move(task), slow, {}, observing_tasks(), {}};
+  Impl::Task t{std::move(task), slow, {}, stamp_task(), {}};
   if (t.observed) {
     t.run.stream = impl_->number;
     t.run.stream_kind = impl_->kind;

@@ -334,5 +334,32 @@ TEST(EmuStreamTracks, EachStreamsTasksOnItsTrackAfterTheHostQueuedThem) {
   EXPECT_EQ(on_other[0].name, "kernel");
 }
 
+// A stream runs behind the host: what the host queued during the traced window is on the
+// tracks even when it runs after the host has stopped recording (the last bucket's
+// ready event of a traced step, say).
+TEST(EmuStreamTracks, WhatTheHostQueuedBeforeStopIsOnTheTracksThoughItRunsAfter) {
+  constexpr int kDelayUs = 20000;
+  emu::set_task_delay_us(kDelayUs);
+  emu::Stream& compute = emu::current_stream(0);
+  TraceWriter w(0);
+  EmuStreamTracks tracks;
+  tracks.start();
+  emu::launch(0, [] {});
+  emu::Event ready;
+  ready.record(compute);
+  EXPECT_FALSE(ready.ready()) << "the kernel's delay is still running";
+  tracks.stop_into(w);
+  emu::launch(0, [] {});  // after stop_into(): not recorded
+  compute.synchronize();
+  emu::set_task_delay_us(0);
+
+  auto events = stream_events(Json::parse(w.events_json()));
+  ASSERT_EQ(events.size(), 1u);
+  const auto& on_compute = events["emu compute stream"];
+  ASSERT_EQ(on_compute.size(), 2u) << "the kernel and the event record";
+  EXPECT_EQ(on_compute[0].name, "kernel");
+  EXPECT_EQ(on_compute[1].name, "record event");
+}
+
 }  // namespace
 }  // namespace st::test

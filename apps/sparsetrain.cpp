@@ -3,9 +3,12 @@
 // Every error becomes one line on stderr and exit code 1 (2 for bad flags).
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <memory>
 #include <type_traits>
 
@@ -20,6 +23,7 @@
 #include "models/registry.h"
 #include "sparsify/registry.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_schedule.h"
 #include "train/config_check.h"
 #include "train/flags.h"
 #include "train/lm_trainer.h"
@@ -206,6 +210,8 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
     if (!bootstrap || bootstrap->rank() == 0) std::puts("sparsetrain: flags ok");
     return 0;
   }
+  // From here a stop signal waits for the loop's first step (start-up can take seconds).
+  st::StopSignals stop_signals;
   comm = st::make_communicator(tc.comm, tc.device, std::move(bootstrap));
   if (!tc.resume.empty()) st::check_checkpoint_file(tc.resume);
   int interrupted_by = 0;
@@ -254,6 +260,17 @@ int run(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   return 0;
 }
 
+// A listing or a version sent to a full disk or a closed descriptor is lost: a script
+// that reads it must see a failure, not exit 0 (as coreutils' close_stdout does).
+int with_output_written(int rc) {
+  std::cout.flush();
+  const bool lost = !std::cout.good() || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!lost) return rc;
+  std::fprintf(stderr, "sparsetrain: error: cannot write to standard output: %s\n",
+               std::strerror(errno));
+  return rc == 0 ? 1 : rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -267,13 +284,13 @@ int main(int argc, char** argv) {
     cli.app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2 (CLI11's own codes vary).
-    return cli.app.exit(e) == 0 ? 0 : 2;
+    return with_output_written(cli.app.exit(e) == 0 ? 0 : 2);
   }
   // The communicator outlives the try block: on an error the handler aborts the MPI job
   // before anything waits on a collective that the failed rank will never join.
   std::unique_ptr<st::Communicator> comm;
   try {
-    return run(cli, comm);
+    return with_output_written(run(cli, comm));
   } catch (const st::EveryRankError& e) {
     // Every rank raised it at the same point: each says so and ends normally.
     std::fprintf(stderr, "sparsetrain: error on rank %d of %d: %s\n", e.rank(), e.size(), e.what());

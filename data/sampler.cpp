@@ -1,6 +1,7 @@
 #include "data/sampler.h"
 
 #include <algorithm>
+#include <new>
 #include <numeric>
 #include <utility>
 
@@ -32,7 +33,16 @@ int64_t DistributedSampler::real_samples() const {
 }
 
 std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
-  std::vector<int64_t> all(static_cast<size_t>(size_));
+  std::vector<int64_t> all;
+  try {
+    all.resize(static_cast<size_t>(size_));
+  } catch (const std::bad_alloc&) {
+    // Named here: a bare std::bad_alloc would not say which size was too large.
+    ST_THROW("sampler: the order of an epoch of ", size_, " examples needs ",
+             static_cast<double>(size_) * sizeof(int64_t) / (1 << 20),
+             " MiB, more memory than this process can allocate (fewer examples, e.g. a smaller "
+             "--synthetic-size or --train-subset)");
+  }
   std::iota(all.begin(), all.end(), int64_t{0});
   if (opt_.shuffle) {
     // Fisher-Yates; the draws depend only on (seed, epoch), so all ranks agree.

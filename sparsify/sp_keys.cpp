@@ -95,7 +95,11 @@ std::string SpKey::allowed() const {
     for (double v = std::ceil(range.min); v <= range.max; ++v)
       if (range.contains(v)) items.push_back(number_text(v));
   } else {
-    items.push_back((integer ? "an integer in " : "a number in ") + range.str());
+    // An integer key holds at most 2^53 (is_whole: above it a double skips integers), so
+    // an open upper end is named as that bound: "[1, inf)" would call 1e30 allowed.
+    std::string text = range.str();
+    if (integer && std::isinf(range.max)) text = text.substr(0, text.rfind(',')) + ", 2^53]";
+    items.push_back((integer ? "an integer in " : "a number in ") + text);
   }
   for (const auto& [word, value] : words) items.push_back(word);
   std::string text = items.front();

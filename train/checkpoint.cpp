@@ -217,9 +217,15 @@ TrainPosition load_checkpoint(const std::string& path, Layer& model, Optimizer* 
   // The position and the run's settings first: a file with bad metadata leaves the model
   // untouched.
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  const TrainPosition pos{meta_int(f.metadata, "epoch", path, 0, kMax),
-                          meta_int(f.metadata, "batch", path, 0, kMax),
-                          meta_int(f.metadata, "step", path, 0, kMax)};
+  // Evaluating needs the weights only: a file of another writer (PyTorch's save_file,
+  // with --arch) has no position, and a resume needs one.
+  const bool weights_only = !optimizer && !meta && !check;
+  const bool positioned = !weights_only || f.metadata.count("epoch") || f.metadata.count("batch") ||
+                          f.metadata.count("step");
+  const TrainPosition pos = positioned ? TrainPosition{meta_int(f.metadata, "epoch", path, 0, kMax),
+                                                       meta_int(f.metadata, "batch", path, 0, kMax),
+                                                       meta_int(f.metadata, "step", path, 0, kMax)}
+                                       : TrainPosition{};
   check_run_metadata(f.metadata, path);
   check_known_tensors(f, model, path, allow_unknown_tensors);
   if (check) check(f.metadata, pos);

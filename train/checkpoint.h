@@ -64,6 +64,8 @@ using MetadataCheck =
 // present with its shape and type, a tensor that is neither model nor trainer state
 // refused (unless allow_unknown_tensors), the optimiser state complete, and the recorded
 // settings (format, world_size, batch_size, precision, ...) of known values and ranges.
+// Loading weights only (no optimiser, metadata or check: an evaluation) accepts a file
+// without a position, such as PyTorch's safetensors save_file writes; the position is 0.
 TrainPosition load_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer,
                               std::map<std::string, std::string>* meta = nullptr,
                               const MetadataCheck& check = {}, bool allow_unknown_tensors = false);

@@ -16,15 +16,21 @@ namespace {
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGUSR1, SIGHUP};
 std::atomic<int> g_stop_signal{0};
+std::atomic<bool> g_checkpoint_written{false};
+int g_installed = 0;  // nesting depth of StopSignals, on the thread that trains
 
 void on_stop_signal(int sig) {
   if (g_stop_signal.exchange(sig) == 0) return;
   // Only async-signal-safe calls here. A checkpoint being written is a temporary file
   // until its rename, so the previous checkpoint stays whole.
-  static const char kMsg[] =
+  static const char kKept[] =
       "sparsetrain: second stop signal: exiting now; a checkpoint being written is "
       "abandoned and the previous one kept\n";
-  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  static const char kNone[] =
+      "sparsetrain: second stop signal: exiting now, before this run wrote a checkpoint\n";
+  const bool kept = g_checkpoint_written.load();
+  [[maybe_unused]] const ssize_t n = kept ? write(STDERR_FILENO, kKept, sizeof kKept - 1)
+                                          : write(STDERR_FILENO, kNone, sizeof kNone - 1);
   std::_Exit(128 + sig);
 }
 
@@ -32,12 +38,21 @@ void on_stop_signal(int sig) {
 
 StopSignals::StopSignals() {
   static_assert(std::size(kStopSignals) == kCount);
+  outermost_ = g_installed++ == 0;
+  if (!outermost_) return;
   g_stop_signal = 0;
+  g_checkpoint_written = false;
   for (int i = 0; i < kCount; ++i) previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
 }
 
 StopSignals::~StopSignals() {
+  --g_installed;
+  if (!outermost_) return;
   for (int i = 0; i < kCount; ++i) std::signal(kStopSignals[i], previous_[i]);
+}
+
+void StopSignals::note_checkpoint_written() {
+  g_checkpoint_written = true;
 }
 
 int StopSignals::received() {
@@ -110,6 +125,7 @@ void CheckpointSchedule::on_step_end(const StepAt& at) {
 void CheckpointSchedule::save(const TrainPosition& at) {
   since_checkpoint_.reset();
   save_(at);
+  StopSignals::note_checkpoint_written();
 }
 
 }  // namespace st

@@ -20,7 +20,10 @@ class Communicator;
 // Graceful stop: the first SIGINT, SIGTERM, SIGUSR1 (SLURM's warning before a time
 // limit, with --signal) or SIGHUP (a lost terminal) asks the loop to finish its step,
 // write a checkpoint and return; a second one exits at once, saying so. The handlers are
-// installed for the object's lifetime and the previous ones restored after.
+// installed for the object's lifetime and the previous ones restored after. Objects nest:
+// the CLI installs one as soon as it knows it will train (so a signal during start-up is
+// kept for the loop's first poll, not the default action), the loop another; only the
+// outermost installs and restores.
 class StopSignals {
  public:
   StopSignals();
@@ -30,9 +33,13 @@ class StopSignals {
   // The first stop signal received while installed, 0 = none.
   static int received();
   static const char* name(int sig);
+  // That a checkpoint of this run is on disk, so a second signal's message can say
+  // the last one stays whole (and not name one that does not exist).
+  static void note_checkpoint_written();
 
  private:
   static constexpr int kCount = 4;
+  bool outermost_ = false;
   void (*previous_[kCount])(int);
 };
 

@@ -202,6 +202,11 @@ void ExchangeSetup::make_plan(const std::vector<Bucket>& buckets,
                    encode_plan(planned_->plan()).c_str());
     return;
   }
+  if (resumed && leader)
+    std::fprintf(stderr,
+                 "note: %s holds no exchange plan (metadata '%s'): the link is probed again and "
+                 "the plan chosen anew\n",
+                 c_.resume.c_str(), kPlanKey);
   const std::vector<Bucket> slices = sparsified(buckets);
   if (!probed_) {
     int64_t largest = 0;

@@ -59,7 +59,7 @@ std::vector<FlagRow> data_rows() {
        .help = "examples per epoch for --dataset synthetic (0 = 50000)",
        .show_default = false,
        .eval_too = true,
-       .range = at_least(0),
+       .range = in_range(0, false, kMaxInt32, false),
        .agree = Agree::value,
        .saved_as = "synthetic_size",
        .saved_by = SavedBy::image,

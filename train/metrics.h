@@ -37,8 +37,12 @@ class MetricsWriter {
 
 // On resume: drops the rows of `path` whose integer `column` is >= `limit` (written after
 // the checkpoint the run continues from, so they will be written again). A missing file
-// is left alone; the file is rewritten atomically.
+// is left alone; the file is rewritten atomically. Rows that are not whole rows (a torn
+// or zero-filled tail after a crash) are dropped too, with a note saying how many.
 void truncate_metrics(const std::string& path, MetricsFormat format, const std::string& column,
                       int64_t limit);
+// On resume: a note for each metrics file of `folder` in the other format than `format`
+// (an earlier part of the run written with another --metrics-format).
+void note_metrics_in_other_format(const std::string& folder, MetricsFormat format);
 
 }  // namespace st

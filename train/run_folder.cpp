@@ -80,10 +80,14 @@ void prepare_out_dir(const TrainConfig& c) {
     if (std::string(name) != ".sparsetrain.lock" && fs::exists(fs::path(c.out) / name))
       existing.push_back(fs::path(c.out) / name);
   if (existing.empty() || resumes_in_place(c)) return;
-  const std::string here = (fs::path(c.out) / "checkpoint.safetensors").string();
+  // Suggest --resume only where there is a checkpoint to resume (a run killed in its
+  // first step leaves metrics and no checkpoint).
+  const fs::path here = fs::path(c.out) / "checkpoint.safetensors";
   ST_CHECK(c.overwrite || !c.resume.empty(), "--out ", c.out, " already holds a run (",
-           existing[0].string(), "); continue it with --resume ", here,
-           ", or pass --overwrite to replace it");
+           existing[0].string(), ")",
+           fs::exists(here) ? "; continue it with --resume " + here.string() + ", or"
+                            : " that wrote no checkpoint;",
+           " pass --overwrite to replace it");
   ST_CHECK(c.overwrite, "--out ", c.out, " already holds another run (", existing[0].string(),
            "); --resume ", c.resume, " would merge the two: continue that run in its own folder, ",
            "choose an empty --out, or pass --overwrite to replace ", c.out, "'s run");

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
 
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -130,6 +131,12 @@ bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communi
     return StateReader(data, static_cast<size_t>(size), what);
   };
   check_state_method(row(0), f.metadata, path);
+  // The rows decide how the state is re-split; a world_size that says otherwise means
+  // the metadata and the state are not of one run.
+  if (f.metadata.count("world_size"))
+    ST_CHECK(f.metadata.at("world_size") == std::to_string(old_world), path,
+             ": checkpoint metadata 'world_size' is ", f.metadata.at("world_size"), " but ",
+             kSparsifyState, " holds the rows of ", old_world, " rank(s)");
   if (old_world == comm.size()) {
     StateReader in = row(comm.rank());
     hook.load_state(in);

@@ -264,19 +264,34 @@ TrainResult train(const TrainConfig& c, Communicator& comm) {
 EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& checkpoint,
                                Communicator& comm_ref) {
   Communicator* comm = &comm_ref;
-  std::map<std::string, std::string> meta;
-  {
-    // Read the architecture from the checkpoint first so the right model is built.
-    TensorFile f = load_safetensors(checkpoint);
-    meta = f.metadata;
-  }
+  // Read the architecture from the checkpoint first so the right model is built.
+  std::map<std::string, std::string> meta = load_safetensors_metadata(checkpoint);
   TrainConfig c = config;
-  if (c.arch.empty() && meta.count("arch")) c.arch = meta["arch"];
+  if (c.arch.empty() && meta.count("arch")) {
+    const std::vector<std::string> known = model_names();
+    if (std::find(known.begin(), known.end(), meta["arch"]) == known.end()) {
+      std::string list;
+      for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+      ST_THROW(checkpoint, ": checkpoint metadata 'arch' is '", meta["arch"],
+               "', a model this build does not have (it has ", list, ")");
+    }
+    c.arch = meta["arch"];
+  }
   ST_CHECK(!meta.count("arch") || meta["arch"] == c.arch, checkpoint, ": the checkpoint is a ",
            meta["arch"], ", not --arch ", c.arch, " (leave --arch out to use the checkpoint's)");
   ST_CHECK(!c.arch.empty(), checkpoint, ": no architecture recorded; pass --arch");
   Setup s = build(c, false, comm->placement());
-  load_checkpoint(checkpoint, *s.model, nullptr, nullptr, {}, c.allow_unknown_tensors);
+  try {
+    load_checkpoint(checkpoint, *s.model, nullptr, nullptr, {}, c.allow_unknown_tensors);
+  } catch (const Error&) {
+    // Another dataset gives the model other input channels or classes: the tensor shape
+    // that differs is the symptom; the dataset is the cause.
+    const auto trained_on = meta.find("dataset");
+    if (trained_on == meta.end() || trained_on->second == c.dataset) throw;
+    ST_THROW(checkpoint, ": trained on --dataset ", trained_on->second, ", not ", c.dataset,
+             ", whose inputs or classes give the model other shapes; evaluate it on --dataset ",
+             trained_on->second);
+  }
   DataLoader loader = make_loader(s.test_set, c, false, *comm, s.device);
   DevicePrefetcher input(loader, s.device);
   return evaluate(*s.model, input, c.eval_batches, *comm, loader.sampler().real_samples());

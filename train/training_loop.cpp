@@ -1,5 +1,7 @@
 #include "train/training_loop.h"
 
+#include "core/safetensors.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -198,12 +200,9 @@ class TrainingLoop {
   }
   void end_epoch(int64_t epoch, double epoch_s);
   void checkpoint(const TrainPosition& at);
-  // "The last good checkpoint is <path>" (checkpoints are written only when finite), or
-  // that there is none yet.
-  std::string last_good_checkpoint() const {
-    return fs::exists(ckpt_path_) ? "The last good checkpoint is " + ckpt_path_
-                                  : std::string("No checkpoint was written yet");
-  }
+  // Where to go back to after a failure at the current step: the checkpoint and its
+  // step (checkpoints are written only when finite), or that there is none yet.
+  std::string last_good_checkpoint() const;
   std::map<std::string, std::string> metadata() const;
   // Rank 0's BatchNorm running statistics (buffers) become every rank's, so the sharded
   // evaluation and the saved model agree (PyTorch DDP's default broadcast_buffers).
@@ -341,6 +340,12 @@ void TrainingLoop::check_resume_position(const TrainPosition& at) const {
            ", more than the 2^53 steps a run counts");
   ST_CHECK(at.batch <= task_.steps_per_epoch(), path, ": checkpoint metadata 'batch' is ", at.batch,
            ", past the end of an epoch (", task_.steps_per_epoch(), ")");
+  // Every finished epoch took a step at least, and this one ceil(batch / accum) steps:
+  // a smaller step count would misplace the metrics cut-back and the schedule.
+  const int64_t at_least = at.epoch + (at.batch + c_.accum_steps - 1) / c_.accum_steps;
+  ST_CHECK(at.step >= at_least, path, ": checkpoint metadata 'step' is ", at.step,
+           ", fewer than its position allows (epoch ", at.epoch, ", batch ", at.batch,
+           ": at least ", at_least, ")");
 }
 
 void TrainingLoop::check_something_left(const TrainPosition& at) const {
@@ -359,15 +364,16 @@ void TrainingLoop::resume() {
         check_resume_compatible(c_, meta, metadata(), at);
         exchange_->check_resume(meta, c_.resume);
         check_resume_position(at);
+        check_something_left(at);
       },
       c_.allow_unknown_tensors);
-  if (pos_.batch > 0) sums_.restore(saved, comm_);
+  if (pos_.batch > 0) sums_.restore(saved, comm_, c_.resume);
+  task_.restore(c_.resume, saved, pos_);
+  precision_.restore(saved, c_.resume);
+  // Last, as it may print a note (a re-split): a refusal of the checks above comes alone.
   resume_exchange(c_, pos_.step, *reducer_, exchange_->sparsified(reducer_->buckets()), sparsify_,
                   comm_);
   exchange_->make_plan(reducer_->buckets(), &saved, task_.device(), quiet_);
-  task_.restore(c_.resume, saved, pos_);
-  precision_.restore(saved, c_.resume);
-  check_something_left(pos_);
   if (!c_.quiet && leader_)
     std::fprintf(stderr, "resumed from %s at epoch %ld %s %ld (step %ld)\n", c_.resume.c_str(),
                  static_cast<long>(pos_.epoch), task_.step_name(), static_cast<long>(pos_.batch),
@@ -386,6 +392,7 @@ void TrainingLoop::open_logs() {
     // Rows written after the checkpoint will be written again.
     truncate_metrics(iter_path.string(), fmt, "step", pos_.step + 1);
     truncate_metrics(epoch_path.string(), fmt, "epoch", pos_.epoch);
+    note_metrics_in_other_format(c_.out, fmt);
   }
   iter_log_ = MetricsWriter(iter_path.string(), fmt, append);
   epoch_log_ = MetricsWriter(epoch_path.string(), fmt, append);
@@ -435,6 +442,20 @@ void TrainingLoop::restore_buffers() {
   const std::vector<Buffer*> buffers = collect_buffers(task_.model());
   for (size_t i = 0; i < buffers.size() && i < saved_buffers_.size(); ++i)
     buffers[i]->value.copy_from(saved_buffers_[i]);
+}
+
+std::string TrainingLoop::last_good_checkpoint() const {
+  if (!fs::exists(ckpt_path_)) return "No checkpoint was written yet";
+  std::string step = "?";
+  try {
+    step = load_safetensors_metadata(ckpt_path_).at("step");
+  } catch (const std::exception&) {
+  }
+  // A checkpoint of this very step holds the weights that just failed (an evaluation
+  // that overflowed in 16 bits, say): not a good one to go back to.
+  if (step == std::to_string(result_.steps))
+    return "The last checkpoint, " + ckpt_path_ + ", holds these same weights (step " + step + ")";
+  return "The last good checkpoint is " + ckpt_path_ + " (step " + step + ")";
 }
 
 TrainingTask::Evaluation TrainingLoop::evaluate(bool epoch_end) {

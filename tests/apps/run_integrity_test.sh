@@ -47,7 +47,7 @@ meta() {  # meta FILE KEY: a checkpoint's metadata value
 }
 
 # A diverged update (finite loss, NaN weights after it) is not saved over step 1's.
-expect_error nan 1 "training diverged: 'conv1.weight' holds NaN or inf after step 2; stopping without saving it. The last good checkpoint is $tmp/nan/checkpoint.safetensors" \
+expect_error nan 1 "training diverged: 'conv1.weight' holds NaN or inf after step 2; stopping without saving it. The last good checkpoint is $tmp/nan/checkpoint.safetensors (step 1)" \
   "$bin" "${run[@]}" --epochs 3 --lr 1e30 --checkpoint-every 1 --out "$tmp/nan"
 [[ $(meta "$tmp/nan/checkpoint.safetensors" step) == 1 ]] || fail "the kept checkpoint is not step 1's"
 finite_eval "$tmp/nan/checkpoint.safetensors"

@@ -126,7 +126,8 @@ TEST(SparsifierRegistry, RangeErrorsNameMethodKeyValueAndRange) {
     const char* value;
     const char* allowed;
   } cases[] = {
-      {"exdyna", "align", "2.5", "an integer in [1, inf)"},
+      {"exdyna", "align", "2.5", "an integer in [1, 2^53]"},
+      {"exdyna", "blocks", "1e30", "an integer in [1, 2^53]"},
       {"exdyna", "fill", "maybe", "0 or 1"},
       {"sidco-e", "band", "1", "a number in (0, 1)"},
       {"sidco-e", "adapt", "2", "-1, 0, 1 or auto"},

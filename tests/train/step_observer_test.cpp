@@ -13,6 +13,7 @@
 
 #include "comm/local_communicator.h"
 #include "comm/reducer.h"
+#include "core/error.h"
 #include "core/rng.h"
 #include "layers/flat_params.h"
 #include "layers/linear.h"
@@ -199,7 +200,7 @@ TEST(EpochSums, AMidEpochCheckpointRestoresThisRanksSums) {
   EXPECT_EQ(meta.count("epoch_sums"), 1u);
   EXPECT_EQ(meta.count("epoch_sums_by_rank"), 1u);
   EpochSums resumed;
-  resumed.restore(meta, comm);
+  resumed.restore(meta, comm, "ck");
   resumed.begin_epoch(true);
   EXPECT_EQ(resumed.loss_sum(), 3.0);
   EXPECT_EQ(resumed.items(), 8.0);
@@ -209,9 +210,41 @@ TEST(EpochSums, AMidEpochCheckpointRestoresThisRanksSums) {
   // A checkpoint with only the total (older versions): rank 0 takes it.
   meta.erase("epoch_sums_by_rank");
   EpochSums old;
-  old.restore(meta, comm);
+  old.restore(meta, comm, "ck");
   old.begin_epoch(true);
   EXPECT_EQ(old.loss_sum(), 3.0);
+}
+
+// Damaged sums are refused in one line naming the key; no sums at all resume from zero.
+TEST(EpochSums, DamagedSumsAreRefusedAndMissingOnesStartFromZero) {
+  LocalCommunicator comm;
+  const auto error_of = [&](const std::map<std::string, std::string>& meta) {
+    EpochSums sums;
+    try {
+      sums.restore(meta, comm, "ck");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string good = "3 8 4";
+  EXPECT_EQ(error_of({{"epoch_sums", good}, {"epoch_sums_by_rank", good}}), "");
+  for (const char* bad : {"abc", "3 8", "3 8 4 5", "nan 8 4", "3 -8 0", "3 8 9", "3 8 1.5"})
+    EXPECT_NE(error_of({{"epoch_sums", good}, {"epoch_sums_by_rank", bad}})
+                  .find("ck: checkpoint metadata 'epoch_sums_by_rank' holds '" + std::string(bad)),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(error_of({{"epoch_sums", good}, {"epoch_sums_by_rank", "3 8 4;1 2 1"}})
+                .find("holds 2 rank(s)' sums, not the 1 of this run"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"epoch_sums", "3 9 4"}, {"epoch_sums_by_rank", good}})
+                .find("adds up to another total"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"epoch_sums", "x"}}).find("'epoch_sums' holds 'x'"), std::string::npos);
+  EpochSums none;
+  none.restore({}, comm, "ck");
+  none.begin_epoch(true);
+  EXPECT_EQ(none.items(), 0.0);
 }
 
 TEST(TraceObserver, RecordsItsWindowAndWritesWhenItCloses) {

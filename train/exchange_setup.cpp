@@ -12,6 +12,7 @@
 #include "sparsify/registry.h"
 #include "train/checkpoint.h"
 #include "train/flags.h"
+#include "train/sparsify_checkpoint.h"
 #include "train/train_common.h"
 
 namespace st {
@@ -69,6 +70,42 @@ ExchangeSetup::ExchangeSetup(const TrainConfig& c, Communicator& comm) : c_(c), 
     hook = hierarchy_;
   }
   outer_ = hook;
+}
+
+ExchangeSetup::~ExchangeSetup() = default;
+
+void ExchangeSetup::attach_side_inputs(FlatParams& flat) {
+  if (!sparsify_ || !sparsifier_uses_sq_grads(c_.sparsifier)) return;
+  // Variance-based compression needs per-sample squared-gradient sums for every weight
+  // matrix; vectors (biases, BatchNorm scales) may use VGC's documented g^2 / B bound. A
+  // model whose matrices lack them (the LSTM, the embedding) is refused here, at start,
+  // rather than silently trained on the bound.
+  for (Param* p : flat.params())
+    ST_CHECK(p->provides_sq_grad || p->value.rank() < 2, "--sparsifier ", c_.sparsifier,
+             " needs per-sample squared gradients, which parameter '", p->name, "' ",
+             p->value.shape().str(), " does not provide (only Linear and Conv2d layers do)");
+  sq_grads_ = std::make_unique<SqGradients>(flat, c_.batch_size * c_.accum_steps);
+  sparsify_->set_aux_provider(sq_grads_->provider());
+}
+
+void ExchangeSetup::zero_side_inputs() {
+  if (sq_grads_) sq_grads_->zero();
+}
+
+void ExchangeSetup::add_statistics(MetricRow& row) {
+  if (sparsify_) add_sparsify_metrics(sparsify_->take_stats(), row);
+}
+
+void ExchangeSetup::add_checkpoint_state(std::vector<std::pair<std::string, Tensor>>& extra) const {
+  if (!sparsify_) return;
+  for (auto& entry : gather_sparsify_state(*sparsify_, comm_)) extra.push_back(std::move(entry));
+}
+
+void ExchangeSetup::resume(int64_t step, Reducer& reducer,
+                           const std::map<std::string, std::string>& saved, Device device,
+                           bool quiet) {
+  resume_exchange(c_, step, reducer, sparsified(reducer.buckets()), sparsify_.get(), comm_);
+  make_plan(reducer.buckets(), &saved, device, quiet);
 }
 
 std::vector<Bucket> ExchangeSetup::sparsified(const std::vector<Bucket>& buckets) const {

@@ -14,8 +14,11 @@
 
 #include "comm/hierarchical_hook.h"
 #include "comm/planned_hook.h"
+#include "layers/flat_params.h"
 #include "sparsify/sparsify_hook.h"
+#include "sparsify/sq_gradients.h"
 #include "train/config.h"
+#include "train/metrics.h"
 
 namespace st {
 
@@ -31,9 +34,31 @@ class ExchangeSetup {
   // Collective: --hierarchy splits `comm` into node and cross-node groups.
   ExchangeSetup(const TrainConfig& c, Communicator& comm);
 
+  ~ExchangeSetup();
   std::shared_ptr<BucketHook> hook() const { return outer_; }
   // The sparsifier's hook (statistics, residuals, checkpoints); null for a dense run.
   SparsifyHook* sparsify() const { return sparsify_.get(); }
+
+  // What the loop asks of the stack as a whole (it never reaches past it):
+  // The sparsifier's side input, when it reads one: VGC's per-sample squared-gradient
+  // sums beside `flat`'s gradients, of --batch-size x --accum-steps examples per rank
+  // (refused at start for a model whose matrices lack them). Kept until the setup is
+  // gone, which is after the reducer that reads it.
+  void attach_side_inputs(FlatParams& flat);
+  // Zeroes the side inputs with the gradients.
+  void zero_side_inputs();
+  // Whether the exchange reports statistics per step (a sparsifier's sp_* columns).
+  bool reports_statistics() const { return sparsify_ != nullptr; }
+  // The statistics gathered since the last call, as metrics columns.
+  void add_statistics(MetricRow& row);
+  // Collective: the exchange's state for a checkpoint (every rank's error-feedback
+  // residuals and rule state; complete on rank 0, which writes).
+  void add_checkpoint_state(std::vector<std::pair<std::string, Tensor>>& extra) const;
+  // On --resume, after the checks: the reducer counts on from `step`, the exchange's state
+  // comes back from the checkpoint (re-split for another number of ranks, with a note),
+  // and the plan is the checkpoint's (or probed again, with a note).
+  void resume(int64_t step, Reducer& reducer, const std::map<std::string, std::string>& saved,
+              Device device, bool quiet);
   // The buckets the sparsifier sees on this rank: the reducer's, or their slices under
   // two levels (the residuals' sizes).
   std::vector<Bucket> sparsified(const std::vector<Bucket>& buckets) const;
@@ -61,7 +86,8 @@ class ExchangeSetup {
   std::shared_ptr<PlannedHook> planned_;
   std::shared_ptr<HierarchicalHook> hierarchy_;
   std::shared_ptr<BucketHook> outer_;
-  PlanModel model_;  // the probe's cost lines
+  std::unique_ptr<SqGradients> sq_grads_;  // attach_side_inputs
+  PlanModel model_;                        // the probe's cost lines
   bool probed_ = false;
   std::string probe_text_;  // the probe's fitted lines, printed with the plan
 

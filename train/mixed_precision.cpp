@@ -57,7 +57,8 @@ std::string bf16_speed_notice(const ConvProbe& p) {
 
 MixedPrecision::MixedPrecision(const TrainConfig& c, Layer& model, bool announce)
     : precision_(
-          parse_precision(c.precision, flag_label(flag_of(&TrainConfig::precision)).c_str())) {
+          parse_precision(c.precision, flag_label(flag_of(&TrainConfig::precision)).c_str())),
+      model_(model) {
   if (precision_ != Precision::F32) set_model_precision(model, precision_);
   if (precision_ == Precision::BF16 && c.device == "cpu" && announce && !c.quiet) {
     const std::string note = bf16_speed_notice(probe_bf16_convolution());
@@ -71,7 +72,22 @@ MixedPrecision::MixedPrecision(const TrainConfig& c, Layer& model, bool announce
 bool MixedPrecision::unscale_and_check(Tensor& grads, Communicator& comm) {
   if (!scaler_) return true;
   step_scale_ = scaler_->scale();
-  return scaler_->unscale_and_check(grads, comm);
+  if (scaler_->unscale_and_check(grads, comm)) return true;
+  const std::vector<Buffer*> buffers = collect_buffers(model_);
+  for (size_t i = 0; i < buffers.size() && i < kept_buffers_.size(); ++i)
+    buffers[i]->value.copy_from(kept_buffers_[i]);
+  return false;
+}
+
+void MixedPrecision::keep_buffers() {
+  if (!scaler_) return;
+  const std::vector<Buffer*> buffers = collect_buffers(model_);
+  if (kept_buffers_.size() != buffers.size()) {
+    kept_buffers_.clear();
+    for (Buffer* b : buffers) kept_buffers_.push_back(b->value.clone());
+    return;
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) kept_buffers_[i].copy_from(buffers[i]->value);
 }
 
 void MixedPrecision::add_metrics(MetricRow& row) const {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/kernels/half.h"
 #include "layers/layer.h"
@@ -45,8 +46,12 @@ class MixedPrecision {
   // fp16: steps may overflow and be skipped.
   bool scales_loss() const { return scaler_ != nullptr; }
   // After the exchange: unscales the gradient (fp16); false when the step must be
-  // skipped. Collective under fp16 (every rank calls it).
+  // skipped, and then the model's buffers are as keep_buffers() saw them. Collective
+  // under fp16 (every rank calls it).
   bool unscale_and_check(Tensor& grads, Communicator& comm);
+  // fp16, before a step's forwards: a skipped (overflowed) step leaves no trace, so the
+  // BatchNorm running statistics its forwards update are kept to be put back.
+  void keep_buffers();
   // fp16: the iteration row's "loss_scale" (the scale this step's backward used) and
   // "skipped" (1 when the step overflowed and the optimiser did not run).
   void add_metrics(MetricRow& row) const;
@@ -56,8 +61,10 @@ class MixedPrecision {
 
  private:
   Precision precision_;
+  Layer& model_;
   std::unique_ptr<LossScaler> scaler_;
-  float step_scale_ = 1.0f;  // the scale of the last checked step
+  std::vector<Tensor> kept_buffers_;  // fp16: the buffers before the current step
+  float step_scale_ = 1.0f;           // the scale of the last checked step
 };
 
 }  // namespace st

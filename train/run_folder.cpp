@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "core/error.h"
 #include "core/output_paths.h"
+#include "train/config_check.h"
 
 namespace st {
 
@@ -97,6 +99,17 @@ void prepare_out_dir(const TrainConfig& c) {
              p.string(), ", the checkpoint --resume ", c.resume,
              " reads; copy it elsewhere first, or resume without --overwrite");
   for (const fs::path& p : existing) fs::remove(p);
+}
+
+OutDirClaim prepare_run(const TrainConfig& c, Communicator& comm) {
+  check_config(c);
+  check_same_config_on_all_ranks(c, comm);
+  if (comm.rank() != 0) return {};
+  check_run_paths(c);  // before anything is made
+  fs::create_directories(c.out);
+  OutDirClaim claim(c.out);
+  prepare_out_dir(c);
+  return claim;
 }
 
 }  // namespace st

@@ -51,4 +51,10 @@ void check_run_paths(const TrainConfig& c);
 // being resumed is refused.
 void prepare_out_dir(const TrainConfig& c);
 
+class Communicator;
+// Before a task is built: checks every flag, that all ranks got the same ones, claims
+// --out (rank 0) and checks that it holds no other run (or --resume of its own
+// checkpoint / --overwrite says what to do with it). Keep the claim until the run ends.
+[[nodiscard]] OutDirClaim prepare_run(const TrainConfig& c, Communicator& comm);
+
 }  // namespace st

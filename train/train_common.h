@@ -34,5 +34,8 @@ std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,
                                                std::shared_ptr<SparsifyHook>& sparsify);
 // Rank 0's parameters and buffers become everyone's (docs/DESIGN.md explains why).
 void broadcast_model(Layer& model, FlatParams& flat, Communicator& comm);
+// Rank 0's buffers (BatchNorm running statistics) become everyone's, so a sharded
+// evaluation and the saved model agree (PyTorch DDP's default broadcast_buffers).
+void broadcast_buffers(Layer& model, Communicator& comm);
 
 }  // namespace st

@@ -105,11 +105,6 @@ struct LoopResult {
   int interrupted_by = 0;   // the stop signal (SIGINT, SIGTERM, SIGUSR1, SIGHUP), 0 = none
 };
 
-// Before a task is built: checks every flag, that all ranks got the same ones, claims
-// --out (rank 0) and checks that it holds no other run (or --resume of its own
-// checkpoint / --overwrite says what to do with it). Keep the claim until the run ends.
-[[nodiscard]] OutDirClaim prepare_run(const TrainConfig& c, Communicator& comm);
-
 // Runs `task` under config `c` on `comm`'s ranks.
 LoopResult run_training(const TrainConfig& c, TrainingTask& task, Communicator& comm);
 

@@ -99,6 +99,8 @@ SPARSETRAIN_EMU_DELAY_US=-5 expect emu_delay "SPARSETRAIN_EMU_DELAY_US=-5: expec
   "$bin" "${run[@]}" --max-iters 1 --device emu --out e
 expect scope_number "--sp scope=tensor selects per tensor" "$bin" "${run[@]}" --check-flags \
   --sparsifier topk --hierarchy 2 --sp scope=1
+expect scope_node "--hierarchy node: --sp scope=tensor selects per tensor" "$bin" "${run[@]}" \
+  --check-flags --sparsifier topk --hierarchy node --sp scope=1
 
 for sp in "--density 1" "--sp block=2"; do
   rm -rf f

@@ -230,6 +230,7 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
 // `sparsetrain eval`.
 void run_eval(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   st::TrainConfig& ec = cli.ec;
+  st::check_flag_ranges(ec);  // the flag table's ranges, as train's check_config
   std::unique_ptr<st::MpiCommunicator> bootstrap = st::agree_on_launch(
       ec.comm, ec.device,
       st::launch_facts("eval", false, ec.device, ec.comm, "the checkpoint", cli.checkpoint));

@@ -29,7 +29,8 @@ install(TARGETS sparsetrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # (CUDA kernels and runtime, MPI checks, decoders, selection kernels) stay out;
 # tests/install/public_headers_test compiles every installed header on its own.
 set(ST_PUBLIC_HEADERS
-    core/build_info.h core/device.h core/dtype.h core/error.h core/host_device.h core/ops.h core/output_paths.h
+    core/build_info.h core/device.h core/dtype.h core/error.h core/host_device.h core/number_text.h core/ops.h
+    core/output_paths.h
     core/parallel.h core/rng.h core/safetensors.h core/shape.h core/storage.h core/tensor.h
     core/stream_sync.h core/timer.h core/upload.h core/kernels/conv_onednn.h core/kernels/half.h
     core/kernels/im2col.h
@@ -53,7 +54,7 @@ set(ST_PUBLIC_HEADERS
     sparsify/bulk/bulk_ops.h sparsify/bulk/cpu_ops.h sparsify/bulk/decorator.h
     sparsify/bulk/op_list.h sparsify/bulk/timing_ops.h sparsify/testing/conformance.h
     train/checkpoint.h train/config.h train/config_check.h train/flags.h train/lm_trainer.h
-    train/metrics.h train/run_folder.h train/trainer.h train/training_loop.h)
+    train/metrics.h train/run_folder.h train/trainer.h train/training_loop.h train/training_task.h)
 foreach(_h ${ST_PUBLIC_HEADERS})
   get_filename_component(_dir ${_h} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${_h}

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -107,9 +108,12 @@ bool launched_by_mpi() {
 }
 
 std::string resolve_backend(const std::string& requested, bool launched, const Device& device) {
-  ST_CHECK(requested == "auto" || requested == "mpi" || requested == "nccl" || requested == "emu" ||
-               requested == "local",
-           "--comm: unknown backend '", requested, "' (auto, mpi, nccl, emu, local)");
+  const std::vector<std::string>& words = communicator_backends();
+  if (std::find(words.begin(), words.end(), requested) == words.end()) {
+    std::string list;
+    for (const std::string& w : words) list += (list.empty() ? "" : ", ") + w;
+    ST_THROW("--comm: unknown backend '", requested, "' (", list, ")");
+  }
   // The device collective for the tensors' device: NCCL on a GPU, the emulated one on emu.
   const char* device_backend = device.is_emu() ? "emu" : "nccl";
   if (requested == "auto") {

@@ -95,7 +95,12 @@ class Communicator {
   std::unique_ptr<CommWorker> worker_;
 };
 
-// The backend `requested` ("auto", "mpi", "nccl", "emu", "local") means for a process that
+// The words of --comm, in the order --help lists them.
+inline const std::vector<std::string>& communicator_backends() {
+  static const std::vector<std::string> words = {"auto", "mpi", "nccl", "emu", "local"};
+  return words;
+}
+// The backend `requested` (one of communicator_backends()) means for a process that
 // an MPI launcher started (or not) and whose tensors live on `device`: "auto" is "local"
 // for a single process, "mpi" for CPU tensors under a launcher, and the device collective
 // for device tensors under a launcher (MPI cannot carry them): "nccl" on a GPU, "emu" on

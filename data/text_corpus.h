@@ -73,6 +73,15 @@ struct FortunesOptions {
 // plus <unk> and <eos>, ids in that order after <unk> = 0 and <eos> = 1.
 TextCorpus load_fortunes_corpus(const FortunesOptions& options = {});
 
+// The corpora the language model's --dataset names: "fortunes" (load_fortunes_corpus,
+// the default) and those read from --data-dir by load_text_corpus ("ptb", "wikitext2"
+// or "wikitext-2", "text").
+inline const std::vector<std::string>& text_corpus_names() {
+  static const std::vector<std::string> names = {"fortunes", "ptb", "wikitext2", "wikitext-2",
+                                                 "text"};
+  return names;
+}
+
 // Lowercased words and punctuation of one line of plain text: letters, digits, bytes of
 // UTF-8 sequences and apostrophes between letters form words; every other visible
 // character is a token of its own. Terminal overstriking ("_\bx", "x\bx" in old fortune

@@ -33,12 +33,6 @@ bool is_whole(double v) {
 
 }  // namespace
 
-std::string number_text(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 SpRange SpRange::parse(const std::string& interval) {
   const std::string s = trim(interval);
   const size_t comma = s.find(',');

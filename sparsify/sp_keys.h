@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/number_text.h"  // number_text, which the listings use
+
 namespace st {
 
 // An interval of allowed values, written and read in math notation: "[1, inf)",
@@ -40,9 +42,6 @@ struct SpKey {
 SpKey real(std::string name, double default_value, const std::string& range, std::string meaning);
 SpKey whole(std::string name, int64_t default_value, const std::string& range, std::string meaning);
 SpKey flag(std::string name, bool default_value, std::string meaning);  // 0/1, true/false, on/off
-
-// Shortest text that reads back as the same double ("0.909", "1024", "inf").
-std::string number_text(double v);
 
 // The validated --sp values of one method: every declared key, its default unless given.
 // Throws one line naming the method, key, value and allowed range for a bad value, and

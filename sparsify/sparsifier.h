@@ -3,6 +3,8 @@
 // exchange pattern, writing the averaged result back into the bucket, statistics.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -38,13 +40,19 @@ enum class ExchangePattern {
 const char* pattern_name(ExchangePattern p);
 
 // What a sparsifier sees for one bucket at one iteration.
+// The elements a density d keeps of n: k = floor(d n), at least one (every method's
+// target; the papers' k = d n rounded down).
+inline int64_t kept_count(double density, int64_t n) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::floor(density * static_cast<double>(n))));
+}
+
 struct SelectContext {
   int bucket = 0;
   int64_t iteration = 0;  // t, counted from the first sparsified iteration
   int rank = 0;
   int world = 1;
   double density = 0.01;  // d
-  int64_t k = 0;          // floor(d * n), at least 1
+  int64_t k = 0;          // kept_count(d, n)
   uint64_t seed = 0;
   // Side inputs for methods that need more than x (null / empty when unavailable):
   std::vector<int64_t> segments;  // start offsets of the bucket's tensors, ascending

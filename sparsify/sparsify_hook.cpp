@@ -177,8 +177,7 @@ SelectContext SparsifyHook::make_context(const Bucket& bucket, const Tensor& gra
   ctx.rank = comm.rank();
   ctx.world = comm.size();
   ctx.density = opt_.density;
-  ctx.k =
-      std::max<int64_t>(1, static_cast<int64_t>(std::floor(opt_.density * static_cast<double>(n))));
+  ctx.k = kept_count(opt_.density, n);
   ctx.seed = opt_.seed;
   tensor_segments(bucket, grads, ctx);
   return ctx;

@@ -65,7 +65,7 @@ void SparsifyHook::select_scoped(BucketState& s, const SelectContext& ctx, const
     u.id = unit_id(ctx.bucket, j);
     const int64_t len = u.end - u.begin;
     u.dense = len < min_tensor_;
-    u.k = std::max<int64_t>(1, static_cast<int64_t>(std::floor(ctx.density * len)));
+    u.k = kept_count(ctx.density, len);
     one.clear_scalars();
     const bulk::Buffer xs = ops.slice(x, u.begin, len);
     if (u.dense) {

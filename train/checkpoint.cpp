@@ -10,7 +10,6 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
-#include "sparsify/registry.h"
 
 namespace st {
 
@@ -66,12 +65,6 @@ void check_run_metadata(const std::map<std::string, std::string>& meta, const st
     const double d = meta_double(meta, "density", path);
     ST_CHECK(d > 0 && d <= 1, path, ": checkpoint metadata 'density' is ", d,
              ", expected a number in (0, 1]");
-  }
-  if (auto it = meta.find("sparsifier"); it != meta.end() && it->second != "none") {
-    const std::vector<std::string> names = sparsifier_names();
-    ST_CHECK(std::find(names.begin(), names.end(), it->second) != names.end(), path,
-             ": checkpoint metadata 'sparsifier' is '", it->second,
-             "', which this build does not know");
   }
 }
 

@@ -1,7 +1,5 @@
 #include "train/config_check.h"
 
-#include "train/exchange_setup.h"
-
 #include <cmath>
 #include <cstdio>
 
@@ -10,18 +8,12 @@
 #include "core/error.h"
 #include "core/kernels/half.h"
 #include "data/registry.h"
-#include "sparsify/bulk/bulk_ops.h"
-#include "sparsify/registry.h"
+#include "data/text_corpus.h"
 #include "train/exchange_setup.h"
-#include "train/train_common.h"
 
 namespace st {
 
 namespace {
-
-// The language model's corpora (train/lm_trainer.cpp opens them).
-const std::vector<std::string> kTextDatasets = {"fortunes", "ptb", "wikitext2", "wikitext-2",
-                                                "text"};
 
 bool contains(const std::vector<std::string>& v, const std::string& x) {
   for (const std::string& s : v)
@@ -40,23 +32,6 @@ int32_t fingerprint(const std::string& s) {
   uint32_t h = 2166136261u;
   for (unsigned char ch : s) h = (h ^ ch) * 16777619u;
   return static_cast<int32_t>(h);
-}
-
-// A sparsified exchange on a CUDA bucket runs the method's device forms (bulk::Ops); a
-// method without them is refused here, at start, in one line, never mid-run.
-void check_sparsifier_device(const TrainConfig& c) {
-  const bool cuda =
-      c.device.rfind("cuda", 0) == 0 || (c.device == "auto" && cuda_device_count() > 0);
-  if (c.sparsifier == "none" || !cuda) return;
-  ST_CHECK(!sparsifier_uses_sq_grads(c.sparsifier), "--sparsifier ", c.sparsifier,
-           " needs per-sample squared-gradient sums, which only the CPU layers compute: train "
-           "it with --device cpu (or emu), not ",
-           c.device);
-  // Without a device the device line comes first (parse_device), as for a dense run.
-  ST_CHECK(cuda_device_count() == 0 || bulk::cuda_ops_built(), "--sparsifier ", c.sparsifier,
-           " on --device ", c.device,
-           ": this build has no CUDA implementation of the sparsifiers' bulk passes "
-           "(sparsify/bulk/core_cuda.cu); train with --device cpu or without --sparsifier");
 }
 
 // --precision and --comm-dtype: what each combination can honestly do.
@@ -88,7 +63,7 @@ void apply_optimizer_defaults(TrainConfig& c, const FlagGiven& given) {
 
 void check_config(const TrainConfig& c) {
   const bool lm = c.arch == "lstm";
-  const std::vector<std::string>& datasets = lm ? kTextDatasets : dataset_names();
+  const std::vector<std::string>& datasets = lm ? text_corpus_names() : dataset_names();
   ST_CHECK(contains(datasets, c.dataset), "unknown --dataset '", c.dataset, "'",
            lm ? " for --arch lstm" : "", "; valid: ", join(datasets));
   check_flag_ranges(c);
@@ -103,12 +78,8 @@ void check_config(const TrainConfig& c) {
            "--sp needs a --sparsifier (got --sp ", format_sparsifier_params(c.sparsifier_params),
            " with --sparsifier none)");
   ST_CHECK(!c.sync_bn || !lm, "--sync-bn applies to models with BatchNorm, not --arch lstm");
-  check_sparsifier_device(c);
-  check_precision(c);
   check_exchange_flags(c);
-  // --sp keys and values as the exchange hook reads them, before any data is loaded.
-  std::shared_ptr<SparsifyHook> hook;
-  if (c.sparsifier != "none") make_exchange_hook(c, hook);
+  check_precision(c);
 }
 
 void check_same_config_on_all_ranks(const TrainConfig& c, Communicator& comm) {

@@ -1,19 +1,22 @@
 #include "train/exchange_setup.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "core/stream_sync.h"
 #include "core/timer.h"
+#include "sparsify/bulk/bulk_ops.h"
+#include "sparsify/hook_checkpoint.h"
 #include "sparsify/registry.h"
 #include "train/checkpoint.h"
 #include "train/flags.h"
-#include "train/sparsify_checkpoint.h"
-#include "train/train_common.h"
 
 namespace st {
 
@@ -23,6 +26,97 @@ const char* kPlanKey = "exchange_plan";
 
 std::string hierarchy_label() {
   return flag_label(flag_of(&TrainConfig::hierarchy));
+}
+
+// One iteration's sp_* columns: counts, bytes and phase times summed over the buckets;
+// the threshold of the largest bucket; the padding weighted over the buckets (padded over
+// filled slots of the iteration's padded gathers); the residual norm over all buckets.
+void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row) {
+  // The phase times, each summed over the buckets, in column order.
+  static const std::pair<const char*, double SparsifyStats::*> kPhases[] = {
+      {"sp_ef_ms", &SparsifyStats::ef_ms},
+      {"sp_select_ms", &SparsifyStats::select_ms},
+      {"sp_partition_ms", &SparsifyStats::partition_ms},
+      {"sp_estimate_ms", &SparsifyStats::estimate_ms},
+      {"sp_pack_ms", &SparsifyStats::pack_ms},
+      {"sp_comm_ms", &SparsifyStats::comm_ms},
+      {"sp_decode_ms", &SparsifyStats::decode_ms},
+      {"sp_update_ms", &SparsifyStats::update_ms},
+      {"sp_exchange_ms", &SparsifyStats::exchange_ms},
+      {"sp_total_ms", &SparsifyStats::total_ms}};
+  int64_t n = 0, k = 0, local = 0, global = 0, bytes = 0, largest = 0, padded = 0, filled = 0;
+  double threshold = 0, residual_sq = 0;
+  double phase[std::size(kPhases)] = {};
+  int64_t domain = 0;
+  for (const SparsifyStats& s : stats) {
+    n += s.n;
+    domain += s.domain > 0 ? s.domain : s.n;
+    k += s.k;
+    local += s.local_count;
+    global += s.global_count;
+    bytes += s.bytes_sent;
+    padded += s.padded_slots;
+    filled += s.counted_slots;
+    residual_sq += s.residual_norm * s.residual_norm;
+    for (size_t p = 0; p < std::size(kPhases); ++p) phase[p] += s.*kPhases[p].second;
+    if (s.n > largest) {
+      largest = s.n;
+      threshold = s.threshold;
+    }
+  }
+  row.push_back({"sp_k", k});
+  row.push_back({"sp_local", local});
+  row.push_back({"sp_global", global});
+  row.push_back({"sp_density", domain ? static_cast<double>(global) / domain : 0.0});
+  row.push_back({"sp_threshold", threshold});
+  row.push_back({"sp_padding", filled ? static_cast<double>(padded) / filled - 1.0 : 0.0});
+  for (size_t p = 0; p < std::size(kPhases); ++p) row.push_back({kPhases[p].first, phase[p]});
+  row.push_back({"sp_residual_norm", std::sqrt(residual_sq)});
+  row.push_back({"sp_bytes", bytes});
+}
+
+// The run's bucket exchange: a SparsifyHook around --sparsifier (also returned in
+// `sparsify`), or the dense allreduce for --sparsifier none (`sparsify` null).
+std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,
+                                               std::shared_ptr<SparsifyHook>& sparsify) {
+  sparsify.reset();
+  if (c.sparsifier == "none")
+    return std::make_shared<AllreduceHook>(
+        parse_precision(c.comm_dtype, flag_label(flag_of(&TrainConfig::comm_dtype)).c_str()));
+  SparsifierOptions so;
+  so.density = c.density;
+  so.seed = c.seed;
+  so.params = c.sparsifier_params;
+  sparsify =
+      std::make_shared<SparsifyHook>(make_sparsifier(c.sparsifier, so), so, c.dense_warmup_iters);
+  return sparsify;
+}
+
+// A sparsified exchange on a CUDA bucket runs the method's device forms (bulk::Ops); a
+// method without them is refused here, at start, in one line, never mid-run.
+void check_sparsifier_device(const TrainConfig& c) {
+  const bool cuda =
+      c.device.rfind("cuda", 0) == 0 || (c.device == "auto" && cuda_device_count() > 0);
+  if (c.sparsifier == "none" || !cuda) return;
+  ST_CHECK(!sparsifier_uses_sq_grads(c.sparsifier), "--sparsifier ", c.sparsifier,
+           " needs per-sample squared-gradient sums, which only the CPU layers compute: train "
+           "it with --device cpu (or emu), not ",
+           c.device);
+  // Without a device the device line comes first (parse_device), as for a dense run.
+  ST_CHECK(cuda_device_count() == 0 || bulk::cuda_ops_built(), "--sparsifier ", c.sparsifier,
+           " on --device ", c.device,
+           ": this build has no CUDA implementation of the sparsifiers' bulk passes "
+           "(sparsify/bulk/core_cuda.cu); train with --device cpu or without --sparsifier");
+}
+
+// Where the checkpoint records its bucket sizes, the message says them.
+std::string bucket_hint(const std::map<std::string, std::string>& meta) {
+  auto cap = meta.find("bucket_cap_mb"), first = meta.find("first_bucket_mb");
+  if (cap == meta.end() || first == meta.end())
+    return "the checkpoint does not record its bucket sizes: resume with the --bucket-cap-mb "
+           "and --first-bucket-mb of the run that wrote it";
+  return "the checkpoint was written with --bucket-cap-mb " + cap->second + " --first-bucket-mb " +
+         first->second + "; resume with those";
 }
 }  // namespace
 
@@ -37,6 +131,10 @@ int parse_hierarchy(const std::string& value) {
 }
 
 void check_exchange_flags(const TrainConfig& c) {
+  check_sparsifier_device(c);
+  // --sp keys and values as the exchange hook reads them, before any data is loaded.
+  std::shared_ptr<SparsifyHook> sparsify;
+  make_exchange_hook(c, sparsify);
   const bool two_level = parse_hierarchy(c.hierarchy) >= 0;
   ST_CHECK(c.plan == "off" || c.sparsifier != "none",
            "--plan auto chooses per bucket between the dense allreduce and --sparsifier: pass a "
@@ -48,9 +146,7 @@ void check_exchange_flags(const TrainConfig& c) {
            ": --sparsifier ", c.sparsifier,
            " reads per-sample squared gradients of the whole bucket, which a rank's slice does "
            "not have; use it flat (--hierarchy off)");
-  // --sp scope as the hook's own parser reads it (a word or its number).
-  std::shared_ptr<SparsifyHook> sparsify;
-  make_exchange_hook(c, sparsify);
+  // --sp scope as the hook's own parser read it (a word or its number).
   ST_CHECK(!sparsify || sparsify->scope() != SelectScope::Tensor, hierarchy_label(), " ",
            c.hierarchy,
            ": --sp scope=tensor selects per tensor, but a rank's slice of a bucket "
@@ -104,7 +200,15 @@ void ExchangeSetup::add_checkpoint_state(std::vector<std::pair<std::string, Tens
 void ExchangeSetup::resume(int64_t step, Reducer& reducer,
                            const std::map<std::string, std::string>& saved, Device device,
                            bool quiet) {
-  resume_exchange(c_, step, reducer, sparsified(reducer.buckets()), sparsify_.get(), comm_);
+  reducer.set_iteration(step);
+  if (sparsify_) {
+    std::map<std::string, std::string> meta;
+    if (restore_sparsify_state(*sparsify_, c_.resume, comm_, &meta))
+      sparsify_->check_bucket_plan(sparsified(reducer.buckets()), bucket_hint(meta));
+    else if (comm_.rank() == 0)
+      std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
+                   c_.resume.c_str(), c_.sparsifier.c_str());
+  }
   make_plan(reducer.buckets(), &saved, device, quiet);
 }
 
@@ -272,6 +376,12 @@ void ExchangeSetup::add_metadata(std::map<std::string, std::string>& meta) const
 
 void ExchangeSetup::check_resume(const std::map<std::string, std::string>& saved,
                                  const std::string& path) const {
+  if (auto it = saved.find("sparsifier"); it != saved.end() && it->second != "none") {
+    const std::vector<std::string> names = sparsifier_names();
+    ST_CHECK(std::find(names.begin(), names.end(), it->second) != names.end(), path,
+             ": checkpoint metadata 'sparsifier' is '", it->second,
+             "', which this build does not know");
+  }
   auto it = saved.find(kLayoutKey);
   const std::string now = hierarchy_ ? hierarchy_->layout().describe() : "";
   if (it == saved.end() || now.empty()) return;  // the --hierarchy flag check covers the rest

@@ -55,8 +55,9 @@ class ExchangeSetup {
   // residuals and rule state; complete on rank 0, which writes).
   void add_checkpoint_state(std::vector<std::pair<std::string, Tensor>>& extra) const;
   // On --resume, after the checks: the reducer counts on from `step`, the exchange's state
-  // comes back from the checkpoint (re-split for another number of ranks, with a note),
-  // and the plan is the checkpoint's (or probed again, with a note).
+  // comes back from the checkpoint (re-split for another number of ranks, with a note;
+  // checked against the buckets it exchanges; a checkpoint without it starts fresh, with
+  // a note), and the plan is the checkpoint's (or probed again, with a note).
   void resume(int64_t step, Reducer& reducer, const std::map<std::string, std::string>& saved,
               Device device, bool quiet);
   // The buckets the sparsifier sees on this rank: the reducer's, or their slices under
@@ -76,7 +77,8 @@ class ExchangeSetup {
                  const std::map<std::string, std::string>* resumed, Device device, bool quiet);
   // hierarchy_layout and exchange_plan for config.json and checkpoints.
   void add_metadata(std::map<std::string, std::string>& meta) const;
-  // A checkpoint's residuals belong to its node layout: another layout is refused.
+  // A checkpoint's method must be one this build has, and its residuals belong to its
+  // node layout: another layout is refused.
   void check_resume(const std::map<std::string, std::string>& saved, const std::string& path) const;
 
  private:

@@ -6,14 +6,21 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "comm/communicator.h"
 #include "core/error.h"
+#include "core/number_text.h"
 #include "data/registry.h"
+#include "data/text_corpus.h"
 #include "models/registry.h"
 #include "sparsify/registry.h"
-#include "sparsify/sp_keys.h"
-#include "train/train_common.h"
 
 namespace st {
+
+std::string format_sparsifier_params(const std::map<std::string, std::string>& params) {
+  std::string s;
+  for (const auto& [key, value] : params) s += (s.empty() ? "" : " ") + key + "=" + value;
+  return s;
+}
 
 namespace {
 
@@ -40,7 +47,7 @@ std::vector<FlagRow> data_rows() {
       {.names = "--dataset",
        .field = &TrainConfig::dataset,
        .help = "dataset: " + join(dataset_names()) +
-               "; for --arch lstm: fortunes (default), ptb, wikitext2, text",
+               "; for --arch lstm: " + join(text_corpus_names()) + " (fortunes by default)",
        .eval_too = true,
        .agree = Agree::value,
        .saved_as = "dataset",
@@ -302,7 +309,9 @@ std::vector<FlagRow> exchange_rows() {
   return {
       {.names = "--comm",
        .field = &TrainConfig::comm,
-       .help = "communication backend: auto, mpi, nccl, local",
+       .help = "communication backend: " + join(communicator_backends()) +
+               " (emu: the emulated accelerator's collective)",
+       .choices = communicator_backends(),
        .agree = Agree::value},
       {.names = "--bucket-cap-mb",
        .field = &TrainConfig::bucket_cap_mb,

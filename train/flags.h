@@ -105,6 +105,8 @@ void visit_field(const FlagField& field, Config& c, Fn&& fn) {
 
 // The table, in the order --help lists the flags.
 const std::vector<FlagRow>& train_flags();
+// The --sp pairs as one "key=value key=value" string (run metadata, config.json).
+std::string format_sparsifier_params(const std::map<std::string, std::string>& params);
 // The flag as messages name it: -b/--batch-size (a short first name joins the long
 // one), else the first name (--wd for --wd,--weight-decay).
 std::string flag_label(const FlagRow& row);

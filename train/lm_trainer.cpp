@@ -1,5 +1,6 @@
 #include "train/lm_trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,7 +14,7 @@
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/flags.h"
-#include "train/train_common.h"
+#include "train/run_folder.h"
 #include "train/training_loop.h"
 
 namespace st {
@@ -33,14 +34,16 @@ TextCorpus open_corpus(const std::string& dataset, const std::string& data_dir, 
     o.max_vocab = max_vocab;
     return load_fortunes_corpus(o);
   }
-  if (dataset == "ptb" || dataset == "wikitext2" || dataset == "wikitext-2" || dataset == "text") {
-    ST_CHECK(!data_dir.empty(), "--dataset ", dataset,
-             " needs --data-dir: a folder with ptb.{train,valid,test}.txt, "
-             "wiki.{train,valid,test}.tokens or {train,valid,test}.txt");
-    return load_text_corpus(data_dir);
-  }
-  ST_THROW("--arch lstm: unknown --dataset '", dataset,
-           "'; valid: fortunes (default), ptb, wikitext2, text (the last three with --data-dir)");
+  const std::vector<std::string>& names = text_corpus_names();
+  std::string valid;
+  for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
+  ST_CHECK(std::find(names.begin(), names.end(), dataset) != names.end(),
+           "--arch lstm: unknown --dataset '", dataset, "'; valid: ", valid,
+           " (all but fortunes with --data-dir)");
+  ST_CHECK(!data_dir.empty(), "--dataset ", dataset,
+           " needs --data-dir: a folder with ptb.{train,valid,test}.txt, "
+           "wiki.{train,valid,test}.tokens or {train,valid,test}.txt");
+  return load_text_corpus(data_dir);
 }
 
 std::vector<int32_t> prefix(const std::vector<int32_t>& v, int64_t n) {

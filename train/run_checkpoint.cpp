@@ -24,15 +24,11 @@ std::string checkpoint_path(const TrainConfig& c) {
 std::map<std::string, std::string> run_metadata(const TrainConfig& c, const TrainingTask& task,
                                                 int world_size, double bucket_cap_mb,
                                                 const ExchangeSetup& exchange) {
+  // The flags' own entries come from the flag table through the task (flag_metadata);
+  // here only what no flag holds, and the cap --plan auto may have chosen over the flag's.
   std::map<std::string, std::string> meta = task.metadata();
   meta["world_size"] = std::to_string(world_size);
-  meta["batch_size"] = std::to_string(c.batch_size);
-  meta["accum_steps"] = std::to_string(c.accum_steps);
-  meta["optimizer"] = c.optimizer;
-  meta["precision"] = c.precision;
-  meta["comm_dtype"] = c.comm_dtype;
-  meta["bucket_cap_mb"] = format_number(bucket_cap_mb);
-  meta["first_bucket_mb"] = format_number(c.first_bucket_mb);
+  if (bucket_cap_mb != c.bucket_cap_mb) meta["bucket_cap_mb"] = format_number(bucket_cap_mb);
   exchange.add_metadata(meta);
   return meta;
 }

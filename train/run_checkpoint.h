@@ -15,15 +15,15 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/exchange_setup.h"
-#include "train/training_loop.h"
+#include "train/training_task.h"
 
 namespace st {
 
 // <out>/checkpoint.safetensors.
 std::string checkpoint_path(const TrainConfig& c);
-// The task's metadata and the run's: world size, batch, accumulation, optimiser,
-// precisions, the bucket sizes (`bucket_cap_mb`: the reducer's, which --plan auto may
-// have chosen) and the exchange's layout and plan.
+// The task's metadata (its flags' entries, from the flag table) and the run's: the world
+// size, the reducer's `bucket_cap_mb` (which --plan auto may have chosen instead of the
+// flag's) and the exchange's layout and plan.
 std::map<std::string, std::string> run_metadata(const TrainConfig& c, const TrainingTask& task,
                                                 int world_size, double bucket_cap_mb,
                                                 const ExchangeSetup& exchange);

@@ -10,7 +10,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_schedule.h"
 #include "train/config.h"
-#include "train/training_loop.h"
+#include "train/training_task.h"
 
 namespace st {
 

@@ -1,24 +1,45 @@
 #include "train/run_report.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
 #include "train/checkpoint_schedule.h"
-#include "train/train_common.h"
 
 namespace st {
 
 namespace fs = std::filesystem;
 
-double perplexity(double loss) {
-  return std::exp(std::min(loss, 700.0));
+namespace {
+
+// "1m05s", "2h03m".
+std::string format_duration(double s) {
+  char buf[32];
+  const int64_t t = static_cast<int64_t>(s + 0.5);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", static_cast<long>(t / 3600),
+                  static_cast<long>(t % 3600 / 60));
+  else
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", static_cast<long>(t / 60),
+                  static_cast<long>(t % 60));
+  return buf;
 }
+
+// Peak resident memory of this process in MB.
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0;
+}
+
+}  // namespace
 
 RunReport::RunReport(const TrainConfig& c, const TrainingTask& task, Communicator& comm)
     : c_(c),

@@ -17,7 +17,7 @@
 #include "train/metrics.h"
 #include "train/step_observer.h"
 #include "train/step_timing.h"
-#include "train/training_loop.h"
+#include "train/training_task.h"
 
 namespace st {
 

@@ -16,7 +16,7 @@
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/flags.h"
-#include "train/train_common.h"
+#include "train/run_folder.h"
 #include "train/training_loop.h"
 
 namespace st {
@@ -80,8 +80,6 @@ struct Setup {
 };
 
 Setup build(const TrainConfig& c, bool need_train, const NodePlacement& placement) {
-  ST_CHECK(c.batch_size > 0, "-b/--batch-size must be positive, got ", c.batch_size);
-  ST_CHECK(c.epochs > 0, "--epochs must be positive, got ", c.epochs);
   set_num_threads(c.threads);
   note_node_share(placement.local_size);
   const ArchInfo& arch = arch_info(c.arch);  // unknown --arch lists the valid ones

@@ -16,6 +16,7 @@
 #include "train/exchange_setup.h"
 #include "train/forward_overlap.h"
 #include "train/mixed_precision.h"
+#include "train/model_broadcast.h"
 #include "train/resume_checks.h"
 #include "train/run_checkpoint.h"
 #include "train/run_observers.h"
@@ -25,7 +26,6 @@
 #include "train/step_observer.h"
 #include "train/step_timing.h"
 #include "train/sync_bn.h"
-#include "train/train_common.h"
 
 namespace st {
 

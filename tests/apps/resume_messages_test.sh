@@ -98,6 +98,10 @@ mpi -np 2 "$bin" "${run8[@]}" --max-iters 4 --sparsifier micro --density 0.1 --o
 edit end/checkpoint.safetensors world.safetensors world_size 3
 expect world_rows "checkpoint metadata 'world_size' is 3 but sparsify.state holds the rows of 2" \
   "$bin" "${run[@]}" --max-iters 6 --sparsifier micro --density 0.1 --out a5 --resume world.safetensors
+# A method this build does not have (the exchange setup checks the checkpoint's method).
+edit end/checkpoint.safetensors method.safetensors sparsifier nosuch
+expect unknown_method "checkpoint metadata 'sparsifier' is 'nosuch', which this build does not know" \
+  "$bin" "${run[@]}" --max-iters 6 --sparsifier micro --density 0.1 --out a8 --resume method.safetensors
 # Nothing left to train: refused alone, before the re-split note.
 expect nothing_left "leaves nothing to train" \
   "$bin" "${run[@]}" --max-iters 4 --sparsifier micro --density 0.1 --out a6 \

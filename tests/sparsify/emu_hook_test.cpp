@@ -25,30 +25,12 @@
 #include "sparsify/registry.h"
 #include "sparsify/sparsify_hook.h"
 #include "tests/comm/mpi_test_run.h"
+#include "tests/sparsify/device_agreement.h"
 #include "tests/sparsify/heavy_tailed.h"
 
 namespace st::test {
 
 namespace {
-
-bool bit_exact(const std::string& method) {
-  static const std::set<std::string> exact = {"dense",  "topk",           "gtopk",   "micro",
-                                              "exdyna", "hard_threshold", "randomk", "cltk"};
-  return exact.count(method) > 0;
-}
-
-int64_t differing(const std::vector<float>& a, const std::vector<float>& b) {
-  float scale = 1e-30f;
-  for (float v : a) scale = std::max(scale, std::abs(v));
-  int64_t d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d += std::abs(a[i] - b[i]) > 1e-5f * scale;
-  return d;
-}
-
-std::vector<float> residual_of(const SparsifyHook& hook, int bucket, int64_t n) {
-  const Tensor r = hook.residual(bucket);
-  return r.defined() ? r.to_vector() : std::vector<float>(static_cast<size_t>(n), 0.0f);
-}
 
 class EmuHook : public ::testing::TestWithParam<std::string> {};
 

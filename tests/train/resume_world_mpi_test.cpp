@@ -1,5 +1,5 @@
 // A MiCRO or ExDyna checkpoint of another number of ranks restored on this world (2 ranks
-// given a 4-rank checkpoint, 4 ranks given a 2-rank one; train/sparsify_checkpoint.h):
+// given a 4-rank checkpoint, 4 ranks given a 2-rank one; sparsify/hook_checkpoint.h):
 // each rank gets the old residuals sparsify/resplit.h assigns it, their sum over the ranks
 // is kept, the threshold carries over, the partitions follow the new world, and the
 // exchange goes on. A checkpoint whose rule state differs between ranks is refused in one
@@ -13,13 +13,13 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "sparsify/exdyna.h"
+#include "sparsify/hook_checkpoint.h"
 #include "sparsify/hook_state.h"
 #include "sparsify/host_select.h"
 #include "sparsify/micro.h"
 #include "sparsify/partition_math.h"
 #include "sparsify/registry.h"
 #include "tests/comm/mpi_test_run.h"
-#include "train/sparsify_checkpoint.h"
 
 namespace st::test {
 namespace {

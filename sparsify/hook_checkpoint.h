@@ -1,6 +1,7 @@
 // The sparsify hook's state in a checkpoint: every rank's error-feedback residuals and
 // the method's rule state, one row per rank, and its restore on --resume, on as many
-// ranks or on another number of them (sparsify/resplit.h re-splits the rows).
+// ranks or on another number of them (sparsify/resplit.h re-splits the rows). The
+// training run reaches it through its exchange setup (train/exchange_setup.*).
 #pragma once
 
 #include <map>
@@ -9,9 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/reducer.h"
 #include "sparsify/sparsify_hook.h"
-#include "train/config.h"
 
 namespace st {
 
@@ -31,13 +30,4 @@ std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const Sparsify
 // `meta`, when given, receives the file's metadata.
 bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm,
                             std::map<std::string, std::string>* meta = nullptr);
-// On --resume: the reducer's iteration count continues from `step`, and the sparsify
-// hook (when there is one) is restored as above and checked against the buckets it
-// exchanges (`sparsified`: the reducer's, or this rank's slices of them under two levels).
-// A checkpoint without sparsifier state leaves the hook fresh, with a note on rank 0:
-// sparsification then starts from zero residuals.
-void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer,
-                     const std::vector<Bucket>& sparsified, SparsifyHook* sparsify,
-                     Communicator& comm);
-
 }  // namespace st

@@ -1,4 +1,4 @@
-#include "train/sparsify_checkpoint.h"
+#include "sparsify/hook_checkpoint.h"
 
 #include <algorithm>
 #include <climits>
@@ -96,15 +96,6 @@ void check_state_method(StateReader in, const std::map<std::string, std::string>
            it->second, " but ", kSparsifyState, " holds the state of ", method);
 }
 
-// Where the checkpoint records its bucket sizes, the message says them.
-std::string bucket_hint(const std::map<std::string, std::string>& meta) {
-  auto cap = meta.find("bucket_cap_mb"), first = meta.find("first_bucket_mb");
-  if (cap == meta.end() || first == meta.end())
-    return "the checkpoint does not record its bucket sizes: resume with the --bucket-cap-mb "
-           "and --first-bucket-mb of the run that wrote it";
-  return "the checkpoint was written with --bucket-cap-mb " + cap->second + " --first-bucket-mb " +
-         first->second + "; resume with those";
-}
 }  // namespace
 
 // False when the file holds no sparsifier state. A state of another number of ranks is
@@ -156,19 +147,6 @@ bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communi
   hook.load_state(in);
   report_resplit(hook, old, path, comm);
   return true;
-}
-
-void resume_exchange(const TrainConfig& c, int64_t step, Reducer& reducer,
-                     const std::vector<Bucket>& sparsified, SparsifyHook* sparsify,
-                     Communicator& comm) {
-  reducer.set_iteration(step);
-  if (!sparsify) return;
-  std::map<std::string, std::string> meta;
-  if (restore_sparsify_state(*sparsify, c.resume, comm, &meta))
-    sparsify->check_bucket_plan(sparsified, bucket_hint(meta));
-  else if (comm.rank() == 0)
-    std::fprintf(stderr, "note: %s has no sparsifier state; --sparsifier %s starts fresh\n",
-                 c.resume.c_str(), c.sparsifier.c_str());
 }
 
 }  // namespace st

@@ -122,6 +122,8 @@ def plot(a):
         eps = read_rows(d, "epochs")
         if its is None and eps is None:
             sys.exit(f"plot.py: {d}: no iterations.csv/.jsonl or epochs.csv/.jsonl found")
+        if not its and not eps:  # headers only: a run stopped before its first step
+            sys.exit(f"plot.py: {d}: its metrics files hold no rows, nothing to plot")
         if its:
             steps = [r["step"] for r in its]
             loss = smooth([r["loss"] for r in its], a.smooth)
@@ -158,8 +160,10 @@ def finish(fig, axes, a, plotted):
 def load_iterations(spec):
     name, d = split_spec(spec)
     rows = read_rows(d, "iterations")
-    if not rows:
+    if rows is None:
         sys.exit(f"plot.py: {d}: no iterations.csv/.jsonl found")
+    if not rows:
+        sys.exit(f"plot.py: {d}: its iterations file holds no rows, nothing to plot")
     return name, d, rows
 
 

@@ -77,38 +77,46 @@ def parse_config(path, sparsifier_names=None, arch_names=None):
         raise ConfigError(f"{path}: no such config file")
     lines = []
     names = set()
-    with open(path) as f:
-        for no, raw in enumerate(f, 1):
-            text = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
-            if not text:
-                continue
-            where = f"{path}:{no}"
-            try:
-                tokens = shlex.split(text)
-            except ValueError as e:
-                raise ConfigError(f"{where}: {e}")
-            kind = "train"
-            if tokens and "=" not in tokens[0]:
-                kind = tokens.pop(0)
-                if kind not in ("train", "comm"):
-                    raise ConfigError(f"{where}: unknown line kind '{kind}' (train or comm)")
-            keys = TRAIN_KEYS if kind == "train" else COMM_KEYS
-            entry = {"kind": kind, "line": where}
-            for tok in tokens:
-                key, eq, value = tok.partition("=")
-                if not eq:
-                    raise ConfigError(f"{where}: '{tok}' is not key=value")
-                if key not in keys:
-                    raise ConfigError(f"{where}: unknown key '{key}' for a {kind} line (known: "
-                                      f"{', '.join(keys)})")
-                if key in entry:
-                    raise ConfigError(f"{where}: key '{key}' given twice")
-                entry[key] = value
-            _check_entry(entry, where, sparsifier_names, arch_names)
-            if entry["name"] in names:
-                raise ConfigError(f"{where}: grid name '{entry['name']}' used twice")
-            names.add(entry["name"])
-            lines.append(entry)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text_lines = f.readlines()
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a text config (byte {e.start} is not UTF-8)")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read it ({e.strerror})")
+    if any("\0" in raw for raw in text_lines):
+        raise ConfigError(f"{path}: not a text config (it holds NUL bytes)")
+    for no, raw in enumerate(text_lines, 1):
+        text = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not text:
+            continue
+        where = f"{path}:{no}"
+        try:
+            tokens = shlex.split(text)
+        except ValueError as e:
+            raise ConfigError(f"{where}: {e}")
+        kind = "train"
+        if tokens and "=" not in tokens[0]:
+            kind = tokens.pop(0)
+            if kind not in ("train", "comm"):
+                raise ConfigError(f"{where}: unknown line kind '{kind}' (train or comm)")
+        keys = TRAIN_KEYS if kind == "train" else COMM_KEYS
+        entry = {"kind": kind, "line": where}
+        for tok in tokens:
+            key, eq, value = tok.partition("=")
+            if not eq:
+                raise ConfigError(f"{where}: '{tok}' is not key=value")
+            if key not in keys:
+                raise ConfigError(f"{where}: unknown key '{key}' for a {kind} line (known: "
+                                  f"{', '.join(keys)})")
+            if key in entry:
+                raise ConfigError(f"{where}: key '{key}' given twice")
+            entry[key] = value
+        _check_entry(entry, where, sparsifier_names, arch_names)
+        if entry["name"] in names:
+            raise ConfigError(f"{where}: grid name '{entry['name']}' used twice")
+        names.add(entry["name"])
+        lines.append(entry)
     if not lines:
         raise ConfigError(f"{path}: no grid lines")
     return lines

@@ -53,6 +53,10 @@ def draw_stream_task(ax, e, x0, w, y):
                 zorder=3)
 
 
+class DamagedTrace(ValueError):
+    """A trace that parses but holds what no run writes (its message says what)."""
+
+
 def load(path):
     """{rank: {track: [events]}} with times in ms, and the rank names."""
     with open(path) as f:
@@ -71,6 +75,9 @@ def load(path):
         if e.get("ph") not in ("X", "i", "I"):
             continue
         track = tracks.get((e["pid"], e.get("tid")), e.get("cat", "other"))
+        if e.get("dur", 0) < 0:  # drawn backwards, it would cover what came before it
+            raise DamagedTrace(f"event '{e['name']}' at ts {e['ts']} has a negative duration "
+                               f"({e['dur']} us)")
         ev = {"name": e["name"], "t0": e["ts"] / 1e3, "t1": (e["ts"] + e.get("dur", 0)) / 1e3,
               "mark": e["ph"] != "X", "args": e.get("args", {})}
         out.setdefault(e["pid"], {}).setdefault(track, []).append(ev)
@@ -247,6 +254,8 @@ def reason(e):
     """An exception as one line: what was wrong with the input."""
     if isinstance(e, json.JSONDecodeError):
         return f"not JSON ({e.msg} at line {e.lineno} column {e.colno})"
+    if isinstance(e, DamagedTrace):
+        return str(e)
     if isinstance(e, KeyError):
         return f"an event lacks the field {e}"
     if isinstance(e, OSError):

@@ -107,6 +107,11 @@ bad 'train name=b model=resnet20 sparsifiers=topk ranks=two bandwidths=none max_
 bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=none' "bad.conf:1: give epochs= or max_iters="
 bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=1gbit max_iters=3' "bad.conf:1: ranks=1 has no network"
 bad 'train name=b model=resnet20 sparsifiers=topk ranks=1 bandwidths=none max_iters=3 sp="up 1.1"' "bad.conf:1: sp: expected key=value pairs, got 'up'"
+# A binary file given as the config: one line, no traceback.
+printf 'train\x92\xff\x00\n' >"$tmp/binary.conf"
+run --config "$tmp/binary.conf"
+rc=$?
+check "binary config: one line, no traceback" bash -c "[[ $rc -eq 2 ]] && grep -qF 'binary.conf: not a text config' '$tmp/log' && ! grep -q Traceback '$tmp/log'"
 
 # sp= pairs reach the command line as the CLI takes them (`--sp key=value`, one flag per
 # pair), and not for the dense baseline.

@@ -67,10 +67,16 @@ struct PackedDataset::Entry {
 };
 static_assert(sizeof(PackedDataset::Entry) == 24);
 
-int64_t pack_image_folder(const ImageFolderDataset& folder, const fs::path& out,
-                          const PackOptions& opt) {
+namespace {
+void check_pack_options(const PackOptions& opt) {
   ST_CHECK(opt.side > 0, "pack: --pack-size must be > 0, got ", opt.side);
   ST_CHECK(opt.threads > 0, "pack: --workers must be > 0, got ", opt.threads);
+}
+}  // namespace
+
+int64_t pack_image_folder(const ImageFolderDataset& folder, const fs::path& out,
+                          const PackOptions& opt) {
+  check_pack_options(opt);
   const fs::path tmp = out.string() + ".tmp";
   // A failure (a bad image, a full disk) leaves no partial file behind.
   struct RemoveOnFailure {
@@ -145,6 +151,7 @@ int64_t pack_image_folder(const ImageFolderDataset& folder, const fs::path& out,
 }
 
 std::string pack_imagenet(const fs::path& root, const fs::path& out_dir, const PackOptions& opt) {
+  check_pack_options(opt);  // before the folders are scanned
   check_output_folder("pack --out", out_dir.string(), {"train.stpack", "val.stpack"});
   for (const char* split : {"train", "val"}) {
     const fs::path out = out_dir / (std::string(split) + ".stpack");

@@ -48,6 +48,11 @@ mkdir b && echo keep >victim && ln -s ../victim b/iterations.csv
 expect out_link "b/iterations.csv is a symlink" "$bin" "${run[@]}" --max-iters 1 --out b
 [[ $(cat victim) == keep ]] || fail "a symlink's target was written"
 expect pack_file "pack --out afile is a file" "$bin" pack --data-dir nowhere --out afile
+mkdir -p images/train/c1
+expect pack_size "pack: --pack-size must be > 0, got 0" "$bin" pack --data-dir images --out p \
+  --pack-size 0
+expect pack_workers "pack: --workers must be > 0, got 0" "$bin" pack --data-dir images --out p \
+  --workers 0
 
 # A resume through a symlink into --out continues the run (nothing deleted).
 "$bin" "${run[@]}" --max-iters 2 --out r >/dev/null 2>&1 || fail "first run"

@@ -1,8 +1,9 @@
-// The sparsetrain command line: `train`, `eval`, `sparsifiers`, `pack`. Parsing and printing only;
-// the work (and each kind of training's defaults) is in train/.
-// Every error becomes one line on stderr and exit code 1 (2 for bad flags).
+// The sparsetrain command line: `train`, `eval`, `sparsifiers`, `models`, `pack`. Parsing and
+// printing only; the work (and each kind of training's defaults) is in train/. Every error becomes
+// one line on stderr and exit code 1 (2 for bad flags).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "data/packed.h"
 #include "data/registry.h"
 #include "models/registry.h"
+#include "models/summary.h"
 #include "sparsify/registry.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_schedule.h"
@@ -58,6 +60,35 @@ CLI::Validator number_text(bool is_unsigned) {
         return "";
       },
       "");
+}
+
+// A count: a whole number in [lo, hi] (after number_text has refused words and empties).
+// The upper bound keeps a typo from building a model that cannot fit in memory.
+CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (end == text.c_str() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+          return "give a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                 ", got '" + text + "'";
+        return "";
+      },
+      "");
+}
+
+// An architecture of the registry, by name.
+CLI::Validator arch_name() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::vector<std::string> names = st::model_names();
+        if (std::find(names.begin(), names.end(), text) != names.end()) return "";
+        std::string valid;
+        for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
+        return "unknown architecture '" + text + "'; valid: " + valid;
+      },
+      "ARCH");
 }
 
 // A flag of the table (train/flags.h) on `app`, bound to its field in `c`.
@@ -146,6 +177,10 @@ struct Cli {
   st::TrainConfig ec;
   std::vector<CLI::Option*> eval_options;
   std::string checkpoint;
+  CLI::App* models = nullptr;
+  bool models_json = false;
+  int64_t models_classes = 10, models_channels = 3;
+  std::string models_summary;
   CLI::App* pack = nullptr;
   st::PackOptions po;
   std::string pack_in, pack_out;
@@ -177,6 +212,31 @@ void add_subcommands(Cli& cli) {
 
   cli.list = cli.app.add_subcommand("sparsifiers", "list the gradient sparsifiers");
   cli.list->add_flag("--json", cli.list_json, "as JSON: name, summary, paper, pattern, --sp keys");
+
+  cli.models = cli.app.add_subcommand(
+      "models",
+      "list the architectures with their trainable parameter counts (the language model, "
+      "--arch lstm, is not listed: its size follows its corpus's vocabulary)");
+  CLI::App* models = cli.models;
+  CLI::Option* models_json =
+      models->add_flag("--json", cli.models_json,
+                       "one JSON object per line: name, params, image_size, classes, channels, "
+                       "description");
+  models
+      ->add_option("--classes", cli.models_classes,
+                   "output classes the models are built for (1 to 100000)")
+      ->capture_default_str()
+      ->check(number_text(false))
+      ->check(whole_number_in(1, 100000));
+  models->add_option("--channels", cli.models_channels, "input image channels (1 to 1024)")
+      ->capture_default_str()
+      ->check(number_text(false))
+      ->check(whole_number_in(1, 1024));
+  models
+      ->add_option("--summary", cli.models_summary,
+                   "print ARCH's layers that own parameters, their counts and the total instead")
+      ->check(arch_name())
+      ->excludes(models_json);
 
   cli.ec.arch.clear();
   cli.eval = cli.app.add_subcommand("eval", "evaluate a checkpoint on the test split");
@@ -249,6 +309,19 @@ void run_eval(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
 int run(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   if (*cli.list) {
     std::fputs((cli.list_json ? st::sparsifiers_json() : st::sparsifiers_listing()).c_str(),
+               stdout);
+    return 0;
+  }
+  if (*cli.models) {
+    if (!cli.models_summary.empty()) {
+      std::fputs(
+          st::arch_summary(cli.models_summary, cli.models_classes, cli.models_channels).c_str(),
+          stdout);
+      return 0;
+    }
+    const std::vector<st::ArchCount> rows =
+        st::count_archs(cli.models_classes, cli.models_channels);
+    std::fputs((cli.models_json ? st::models_json(rows) : st::models_listing(rows)).c_str(),
                stdout);
     return 0;
   }

@@ -1,0 +1,172 @@
+#include "models/summary.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/error.h"
+#include "layers/sequential.h"
+
+namespace st {
+
+namespace {
+
+// Text padded with spaces to `width`, on the left (numbers) or the right (words).
+std::string padded(const std::string& text, size_t width, bool right_align) {
+  if (text.size() >= width) return text;
+  const std::string fill(width - text.size(), ' ');
+  return right_align ? fill + text : text + fill;
+}
+
+std::string input_text(int64_t image_size) {
+  if (image_size <= 0) return "-";  // a registered row that leaves the size to the dataset
+  return std::to_string(image_size) + "x" + std::to_string(image_size);
+}
+
+// "MaxPool2d(k2, s2)" -> "MaxPool2d": the kind of a layer, for the note on those left out.
+std::string kind_of(const std::string& description) {
+  return description.substr(0, description.find('('));
+}
+
+}  // namespace
+
+std::string with_thousands(int64_t n) {
+  // The magnitude as unsigned, which also holds INT64_MIN's.
+  const uint64_t magnitude = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+  const std::string digits = std::to_string(magnitude);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+ArchCount count_arch(const std::string& arch, int64_t classes, int64_t channels) {
+  ST_CHECK(classes > 0, "count_arch(", arch, "): classes must be positive, got ", classes);
+  ST_CHECK(channels > 0, "count_arch(", arch, "): channels must be positive, got ", channels);
+  const ArchInfo info = arch_info(arch);  // a copy: the row outlives the registry's storage
+  Rng rng(0);                             // the values do not matter, only how many there are
+  LayerPtr model = make_model(arch, classes, channels, rng);
+  return {info, classes, channels, count_params(*model)};
+}
+
+std::vector<ArchCount> count_archs(int64_t classes, int64_t channels) {
+  std::vector<ArchCount> rows;
+  // Names first: a row's ArchInfo reference may move if the table grows meanwhile.
+  for (const std::string& name : model_names()) rows.push_back(count_arch(name, classes, channels));
+  return rows;
+}
+
+std::string models_listing(const std::vector<ArchCount>& rows) {
+  const std::string head_name = "arch", head_params = "params", head_input = "input";
+  size_t name_w = head_name.size(), params_w = head_params.size(), input_w = head_input.size();
+  for (const ArchCount& r : rows) {
+    name_w = std::max(name_w, r.info.name.size());
+    params_w = std::max(params_w, with_thousands(r.params).size());
+    input_w = std::max(input_w, input_text(r.info.image_size).size());
+  }
+  auto line = [&](const std::string& name, const std::string& params, const std::string& input,
+                  const std::string& description) {
+    return padded(name, name_w, false) + "  " + padded(params, params_w, true) + "  " +
+           padded(input, input_w, false) + "  " + description + "\n";
+  };
+  std::string out;
+  if (!rows.empty())
+    out += std::to_string(rows.front().classes) + " classes, " +
+           std::to_string(rows.front().channels) +
+           " input channels, each architecture at its natural input size\n";
+  out += line(head_name, head_params, head_input, "description");
+  for (const ArchCount& r : rows)
+    out += line(r.info.name, with_thousands(r.params), input_text(r.info.image_size),
+                r.info.description);
+  return out;
+}
+
+std::string models_json(const std::vector<ArchCount>& rows) {
+  std::string out;
+  for (const ArchCount& r : rows) {
+    const nlohmann::ordered_json row = {
+        {"name", r.info.name},  {"params", r.params},     {"image_size", r.info.image_size},
+        {"classes", r.classes}, {"channels", r.channels}, {"description", r.info.description}};
+    out += row.dump() + "\n";
+  }
+  return out;
+}
+
+std::vector<LayerRow> layer_rows(Layer& model) {
+  // Full names from the model itself (without writing them into the parameters, which a
+  // running model's reducer may be reading).
+  std::map<const Param*, std::string> full_names;
+  model.visit_params("", [&](const std::string& name, Param& p) { full_names.emplace(&p, name); });
+  std::vector<LayerRow> rows;
+  model.visit_layers([&](Layer& layer) {
+    if (dynamic_cast<Container*>(&layer) != nullptr) return;  // its children are visited next
+    LayerRow row{"", layer.describe(), 0};
+    bool owns = false;
+    layer.visit_params("", [&](const std::string& local, Param& p) {
+      const auto it = full_names.find(&p);
+      if (!owns && it != full_names.end() && it->second.size() >= local.size()) {
+        row.path = it->second.substr(0, it->second.size() - local.size());
+        if (!row.path.empty() && row.path.back() == '.') row.path.pop_back();
+      }
+      row.params += p.value.numel();
+      owns = true;
+    });
+    if (owns) rows.push_back(std::move(row));
+  });
+  return rows;
+}
+
+std::string layer_table(Layer& model, const std::string& title) {
+  const std::vector<LayerRow> rows = layer_rows(model);
+  // Leaves without parameters: counted and named by kind, not listed (see summary.h).
+  size_t left_out = 0;
+  std::set<std::string> kinds_seen;
+  std::vector<std::string> kinds;  // in first-seen order
+  model.visit_layers([&](Layer& layer) {
+    if (dynamic_cast<Container*>(&layer) != nullptr) return;
+    bool owns = false;
+    layer.visit_params("", [&](const std::string&, Param&) { owns = true; });
+    if (owns) return;
+    ++left_out;
+    const std::string kind = kind_of(layer.describe());
+    if (kinds_seen.insert(kind).second) kinds.push_back(kind);
+  });
+  const int64_t total = count_params(model);
+  const std::string head_path = "layer", head_type = "type", head_params = "params";
+  size_t path_w = head_path.size(), type_w = head_type.size();
+  size_t params_w = std::max(head_params.size(), with_thousands(total).size());
+  for (const LayerRow& r : rows) {
+    path_w = std::max(path_w, r.path.empty() ? 6 : r.path.size());
+    type_w = std::max(type_w, r.type.size());
+  }
+  auto line = [&](const std::string& path, const std::string& type, const std::string& params) {
+    return padded(path, path_w, false) + "  " + padded(type, type_w, false) + "  " +
+           padded(params, params_w, true) + "\n";
+  };
+  std::string out = title + "\n" + line(head_path, head_type, head_params);
+  for (const LayerRow& r : rows)
+    out += line(r.path.empty() ? "(root)" : r.path, r.type, with_thousands(r.params));
+  out += line("total", "", with_thousands(total));
+  if (left_out > 0) {
+    std::string names;
+    for (const std::string& k : kinds) names += (names.empty() ? "" : ", ") + k;
+    out += std::to_string(left_out) + " layers without parameters not listed (" + names + ")\n";
+  }
+  return out;
+}
+
+std::string arch_summary(const std::string& arch, int64_t classes, int64_t channels) {
+  ST_CHECK(classes > 0, "arch_summary(", arch, "): classes must be positive, got ", classes);
+  ST_CHECK(channels > 0, "arch_summary(", arch, "): channels must be positive, got ", channels);
+  const ArchInfo& info = arch_info(arch);
+  Rng rng(0);
+  LayerPtr model = make_model(arch, classes, channels, rng);
+  return layer_table(*model, info.name + ": " + std::to_string(classes) + " classes, " +
+                                 std::to_string(channels) + " input channels, " +
+                                 input_text(info.image_size) + " input");
+}
+
+}  // namespace st

@@ -1,0 +1,61 @@
+// What `sparsetrain models` prints: every architecture of the registry with its exact
+// trainable parameter count (what torchinfo and Keras' summary() report), and one
+// model's table of layers. Counts come from building the model (make_model) and summing
+// the elements of its parameters, so they are the numbers training updates, never a
+// formula that could drift from the builders.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+#include "models/registry.h"
+
+namespace st {
+
+// One registry row built for `classes` outputs on `channels`-channel images at the row's
+// natural input size.
+struct ArchCount {
+  ArchInfo info;
+  int64_t classes = 0;
+  int64_t channels = 0;
+  int64_t params = 0;  // trainable elements: weights, biases, BatchNorm scale and shift
+};
+
+// Builds `arch` (one model at a time, freed before the next) and counts its parameters.
+// Throws st::Error for an unknown name or a non-positive classes or channels.
+ArchCount count_arch(const std::string& arch, int64_t classes, int64_t channels);
+// Every row of model_archs(), in its order. The language model (--arch lstm) is not a
+// registry row: its size follows the corpus's vocabulary, which only a dataset gives.
+std::vector<ArchCount> count_archs(int64_t classes, int64_t channels);
+
+// `sparsetrain models`: an aligned table (counts with thousands separators).
+std::string models_listing(const std::vector<ArchCount>& rows);
+// `sparsetrain models --json`: one JSON object per row and line (name, params,
+// image_size, classes, channels, description).
+std::string models_json(const std::vector<ArchCount>& rows);
+
+// A layer that owns parameters, as the table of layers shows it.
+struct LayerRow {
+  std::string path;  // dotted path, the parameters' names without their last part
+  std::string type;  // describe(), e.g. "Conv2d(64->64, k3, s1)"
+  int64_t params = 0;
+};
+
+// The leaves of `model` (layers that are not containers) that own parameters, depth
+// first (forward order for the built-in models). Reads the structure only: nothing is
+// allocated and no forward runs, so it is cheap for any model size.
+std::vector<LayerRow> layer_rows(Layer& model);
+// The table of layers: path, type, parameters per row, then the total and the kinds of
+// parameter-free layers left out (activations, pooling, reshaping: containers do not say
+// their children's names, so those layers have no path to print). `title` is its first
+// line. This is what a training run would print before its first step.
+std::string layer_table(Layer& model, const std::string& title);
+// `sparsetrain models --summary ARCH`: the table of `arch` built as count_arch does.
+std::string arch_summary(const std::string& arch, int64_t classes, int64_t channels);
+
+// 11173962 -> "11,173,962".
+std::string with_thousands(int64_t n);
+
+}  // namespace st

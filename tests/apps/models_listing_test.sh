@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `sparsetrain models`: the counts of the listing (JSON lines and the text table) follow
+# --classes, a bad --classes is one line naming it with exit code 2, and a listing that
+# cannot be written is a failure.
+#   tests/apps/models_listing_test.sh path/to/sparsetrain
+set -uo pipefail
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$bin" models --json --classes 10 >"$tmp/ten.jsonl" 2>"$tmp/ten.err" ||
+  fail "models --json --classes 10: $(cat "$tmp/ten.err")"
+grep -q '^{"name":"resnet18_cifar","params":11173962,' "$tmp/ten.jsonl" ||
+  fail "no resnet18_cifar line with 11173962 params: $(cat "$tmp/ten.jsonl")"
+# One JSON object per line, every line a row.
+[[ $(grep -vc '^{"name":".*}$' "$tmp/ten.jsonl") -eq 0 ]] ||
+  fail "a line that is not one JSON object: $(cat "$tmp/ten.jsonl")"
+
+"$bin" models --json --classes 100 >"$tmp/hundred.jsonl" 2>"$tmp/hundred.err" ||
+  fail "models --json --classes 100: $(cat "$tmp/hundred.err")"
+grep -q '^{"name":"resnet18_cifar","params":11220132,"image_size":32,"classes":100,"channels":3,' \
+  "$tmp/hundred.jsonl" || fail "no resnet18_cifar line with 11220132 params: $(cat "$tmp/hundred.jsonl")"
+
+"$bin" models >"$tmp/text.txt" 2>"$tmp/text.err" || fail "models: $(cat "$tmp/text.err")"
+grep -Eq '^resnet18_cifar +11,173,962 +32x32 ' "$tmp/text.txt" ||
+  fail "text listing lacks 11,173,962 for resnet18_cifar: $(cat "$tmp/text.txt")"
+
+"$bin" models --classes 0 >"$tmp/zero.out" 2>"$tmp/zero.err"
+rc=$?
+[[ $rc -eq 2 ]] || fail "--classes 0: exit code $rc, expected 2"
+[[ $(wc -l <"$tmp/zero.err") -eq 1 ]] || fail "--classes 0: not one line: $(cat "$tmp/zero.err")"
+grep -q -- '--classes' "$tmp/zero.err" || fail "--classes 0: flag not named: $(cat "$tmp/zero.err")"
+[[ ! -s "$tmp/zero.out" ]] || fail "--classes 0 printed a listing: $(cat "$tmp/zero.out")"
+
+if "$bin" models >/dev/full 2>"$tmp/full.err"; then
+  fail "models >/dev/full exited 0"
+fi
+grep -q 'cannot write to standard output' "$tmp/full.err" ||
+  fail "models >/dev/full: $(cat "$tmp/full.err")"
+echo "models_listing_test: ok"

@@ -1,0 +1,146 @@
+// `sparsetrain models`: exact parameter counts against reference modules written in plain
+// torch.nn (torch 1.13, sum(p.numel() for p in m.parameters())): kuangliu/pytorch-cifar's
+// ResNet18 and VGG('VGG16'), akamaster/pytorch_resnet_cifar10's resnet20 (option A
+// shortcuts: strided slice and zero padding, no parameters; option B: 1x1 conv + BN) and
+// torchvision's ResNet-50 written out layer by layer. The table of layers sums to the
+// same counts, and the listings keep their formats.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "models/resnet_cifar.h"
+#include "models/summary.h"
+
+namespace st::test {
+namespace {
+
+int64_t params(const std::string& arch, int64_t classes, int64_t channels = 3) {
+  return count_arch(arch, classes, channels).params;
+}
+
+TEST(ModelSummary, CifarResNet18MatchesKuangliu) {
+  EXPECT_EQ(params("resnet18_cifar", 10), 11173962);
+  EXPECT_EQ(params("resnet18_cifar", 100), 11220132);
+}
+
+// The registry's resnet20 is the paper's option A: 269,722 (He et al. 2016: 0.27M).
+// 272,474 is option B, the projection shortcuts, which the registry does not build.
+TEST(ModelSummary, ResNet20OptionAAndB) {
+  EXPECT_EQ(params("resnet20", 10), 269722);
+  Rng rng(0);
+  LayerPtr b = cifar_resnet(20, 10, 3, rng, CifarShortcut::B);
+  int64_t sum = 0;
+  for (const LayerRow& r : layer_rows(*b)) sum += r.params;
+  EXPECT_EQ(sum, 272474);
+}
+
+TEST(ModelSummary, ImageNetResNet50MatchesTorchvision) {
+  EXPECT_EQ(params("resnet50", 1000), 25557032);
+}
+
+// The registry's vgg16 is the CIFAR VGG-16 with BatchNorm and a Linear(512, classes)
+// classifier (kuangliu), not torchvision's vgg16_bn (4096-wide classifier, 138,365,992).
+TEST(ModelSummary, CifarVgg16MatchesKuangliu) {
+  EXPECT_EQ(params("vgg16", 10), 14728266);
+  EXPECT_EQ(params("vgg16", 100), 14774436);
+}
+
+TEST(ModelSummary, CountRowCarriesTheRegistryRow) {
+  const ArchCount c = count_arch("resnet18_cifar", 100, 1);
+  EXPECT_EQ(c.info.name, "resnet18_cifar");
+  EXPECT_EQ(c.info.image_size, 32);
+  EXPECT_EQ(c.classes, 100);
+  EXPECT_EQ(c.channels, 1);
+  EXPECT_EQ(c.params, 11220132 - 2 * 64 * 9);  // a one-channel stem
+}
+
+TEST(ModelSummary, RefusesWhatCannotBeBuilt) {
+  EXPECT_THROW(count_arch("resnet20", 0, 3), Error);
+  EXPECT_THROW(count_arch("resnet20", 10, 0), Error);
+  EXPECT_THROW(count_arch("lstm", 10, 3), Error);  // sized by its corpus: not a registry row
+  EXPECT_THROW(arch_summary("no_such_arch", 10, 3), Error);
+}
+
+TEST(ModelSummary, ThousandsSeparators) {
+  EXPECT_EQ(with_thousands(0), "0");
+  EXPECT_EQ(with_thousands(999), "999");
+  EXPECT_EQ(with_thousands(1000), "1,000");
+  EXPECT_EQ(with_thousands(269722), "269,722");
+  EXPECT_EQ(with_thousands(11173962), "11,173,962");
+  EXPECT_EQ(with_thousands(-1234567), "-1,234,567");
+}
+
+// One row per layer that owns parameters, named as PyTorch names the module, summing to
+// the model's count.
+TEST(ModelSummary, LayerRowsOfCifarResNet18) {
+  Rng rng(0);
+  LayerPtr m = make_model("resnet18_cifar", 10, 3, rng);
+  const std::vector<LayerRow> rows = layer_rows(*m);
+  ASSERT_EQ(rows.size(), 41u);  // 17 convolutions + 3 projections, their BatchNorms, linear
+  EXPECT_EQ(rows.front().path, "conv1");
+  EXPECT_EQ(rows.front().params, 64 * 3 * 9);
+  EXPECT_EQ(rows.back().path, "linear");
+  EXPECT_EQ(rows.back().params, 512 * 10 + 10);
+  int64_t sum = 0;
+  bool shortcut = false;
+  for (const LayerRow& r : rows) {
+    sum += r.params;
+    if (r.path == "layer2.0.shortcut.0") {
+      shortcut = true;
+      EXPECT_EQ(r.params, 64 * 128);
+      EXPECT_EQ(r.type, "Conv2d(64->128, k1, s2, p0)");
+    }
+  }
+  EXPECT_TRUE(shortcut);
+  EXPECT_EQ(sum, 11173962);
+}
+
+TEST(ModelSummary, LayerTableEndsWithTheTotal) {
+  const std::string table = arch_summary("resnet20", 10, 3);
+  std::istringstream lines(table);
+  std::string first, line, total, note;
+  std::getline(lines, first);
+  EXPECT_EQ(first, "resnet20: 10 classes, 3 input channels, 32x32 input");
+  while (std::getline(lines, line)) {
+    total = note;
+    note = line;
+  }
+  EXPECT_EQ(total.rfind("total ", 0), 0u) << table;
+  EXPECT_NE(total.find(" 269,722"), std::string::npos) << table;
+  // Two option A shortcuts, 19 ReLUs, the pooling and the flatten have no parameters.
+  EXPECT_EQ(note,
+            "23 layers without parameters not listed (ReLU, ShortcutPadA, GlobalAvgPool2d, "
+            "Flatten)");
+}
+
+std::vector<ArchCount> two_rows() {
+  return {{{"resnet20", "CIFAR ResNet-20", 32}, 10, 3, 269722},
+          {{"resnet18_cifar", "CIFAR ResNet-18", 32}, 10, 3, 11173962}};
+}
+
+TEST(ModelSummary, ListingIsAligned) {
+  EXPECT_EQ(models_listing(two_rows()),
+            "10 classes, 3 input channels, each architecture at its natural input size\n"
+            "arch                params  input  description\n"
+            "resnet20           269,722  32x32  CIFAR ResNet-20\n"
+            "resnet18_cifar  11,173,962  32x32  CIFAR ResNet-18\n");
+}
+
+TEST(ModelSummary, JsonIsOneObjectPerLine) {
+  std::istringstream lines(models_json(two_rows()));
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["name"], "resnet18_cifar");
+  EXPECT_EQ(rows[1]["params"], 11173962);
+  EXPECT_EQ(rows[1]["image_size"], 32);
+  EXPECT_EQ(rows[1]["classes"], 10);
+  EXPECT_EQ(rows[1]["channels"], 3);
+  EXPECT_EQ(rows[1]["description"], "CIFAR ResNet-18");
+  EXPECT_EQ(rows[0].size(), 6u);
+}
+
+}  // namespace
+}  // namespace st::test

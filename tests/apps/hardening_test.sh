@@ -18,20 +18,13 @@ bin=$(realpath "$1")
 mpirun=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/apps/expect_one_line.sh
+source "$(dirname "$(realpath "$0")")/expect_one_line.sh"
 cd "$tmp" || exit 1
 run=(train --dataset synthetic --synthetic-size 64 -b 16 --test-subset 16 --eval-batches 1
      --workers 0 --threads 1 -q)
 mpi() { timeout 60 "$mpirun" --allow-run-as-root --oversubscribe "$@"; }
 
-# expect NAME MESSAGE CMD...: a non-zero exit and one sparsetrain line holding MESSAGE.
-expect() {
-  local name=$1 msg=$2
-  shift 2
-  "$@" >"$name.log" 2>&1 && fail "$name: exit code 0: $(tail -n 2 "$name.log")"
-  grep -qF -- "$msg" "$name.log" || fail "$name: no line with '$msg': $(cat "$name.log")"
-  [[ $(grep -c . "$name.log") -eq 1 ]] || fail "$name: more than one line: $(cat "$name.log")"
-}
 
 mknod node c 1 3 || fail "mknod"
 expect trace_node "--trace node: node is a device node" "$bin" "${run[@]}" --max-iters 1 --trace node --out a

@@ -22,7 +22,8 @@ bin=$(realpath "$1")
 mpirun=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/apps/expect_one_line.sh
+source "$(dirname "$(realpath "$0")")/expect_one_line.sh"
 cd "$tmp" || exit 1
 common=(--dataset synthetic --synthetic-size 64 --test-subset 16 --eval-batches 1 --workers 0
         --threads 1 -q)
@@ -30,14 +31,6 @@ run=(train "${common[@]}" -b 16)
 run8=(train "${common[@]}" -b 8)  # 4 steps an epoch on 2 ranks
 mpi() { timeout 120 "$mpirun" --allow-run-as-root --oversubscribe "$@"; }
 
-# expect NAME MESSAGE CMD...: a non-zero exit and one line holding MESSAGE.
-expect() {
-  local name=$1 msg=$2
-  shift 2
-  "$@" >"$name.log" 2>&1 && fail "$name: exit code 0: $(tail -n 2 "$name.log")"
-  grep -qF -- "$msg" "$name.log" || fail "$name: no line with '$msg': $(cat "$name.log")"
-  [[ $(grep -c . "$name.log") -eq 1 ]] || fail "$name: more than one line: $(cat "$name.log")"
-}
 # expect2 NAME MESSAGE CMD...: under 2 ranks, a non-zero exit and a rank's line with MESSAGE.
 expect2() {
   local name=$1 msg=$2

@@ -14,13 +14,9 @@
 #  - a checkpoint whose saved accum_steps is outside the flag's range is refused on resume.
 #   tests/apps/hardening_test.sh path/to/sparsetrain path/to/mpirun
 set -uo pipefail
-bin=$(realpath "$1")
-mpirun=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=tests/apps/expect_one_line.sh
-source "$(dirname "$(realpath "$0")")/expect_one_line.sh"
-cd "$tmp" || exit 1
+# bin, mpirun, a scratch folder as the working one, fail and expect:
+# shellcheck source=tests/apps/cli_test.sh
+source "$(dirname "$(realpath "$0")")/cli_test.sh" "$@"
 run=(train --dataset synthetic --synthetic-size 64 -b 16 --test-subset 16 --eval-batches 1
      --workers 0 --threads 1 -q)
 mpi() { timeout 60 "$mpirun" --allow-run-as-root --oversubscribe "$@"; }

@@ -18,13 +18,9 @@
 #  - --sp integer ranges and --synthetic-size name their real upper bounds.
 #   tests/apps/resume_messages_test.sh path/to/sparsetrain path/to/mpirun
 set -uo pipefail
-bin=$(realpath "$1")
-mpirun=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# shellcheck source=tests/apps/expect_one_line.sh
-source "$(dirname "$(realpath "$0")")/expect_one_line.sh"
-cd "$tmp" || exit 1
+# bin, mpirun, a scratch folder as the working one, fail and expect:
+# shellcheck source=tests/apps/cli_test.sh
+source "$(dirname "$(realpath "$0")")/cli_test.sh" "$@"
 common=(--dataset synthetic --synthetic-size 64 --test-subset 16 --eval-batches 1 --workers 0
         --threads 1 -q)
 run=(train "${common[@]}" -b 16)

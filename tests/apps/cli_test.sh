@@ -1,5 +1,12 @@
-# Sourced by the CLI tests: `fail` and `expect`, the check that a command is refused in one
-# line. The sourcing script runs in its scratch folder (the logs are written there).
+# Sourced by the CLI tests with their arguments (path/to/sparsetrain [path/to/mpirun]):
+# sets `bin` and `mpirun`, moves into a scratch folder removed at exit (the logs go
+# there), and defines `fail` and `expect`, the check that a command is refused in one line.
+
+bin=$(realpath "$1")
+mpirun=${2:-mpirun}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 

@@ -87,6 +87,7 @@ struct TrainConfig {
   std::string plan = "off";      // "auto": dense or compressed per bucket (train/exchange_plan.h)
   bool print_buckets = false;    // print the gradient bucket plan at start
   bool print_placement = false;  // every rank prints its host and node-local rank at start
+  bool summary = false;          // rank 0 prints the model's table of layers at start
   std::string trace;             // Chrome-trace JSON path ("" = off)
   // sparsification (the bucket hook; "none" = plain dense allreduce hook)
   std::string sparsifier = "none";

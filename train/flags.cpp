@@ -333,6 +333,10 @@ std::vector<FlagRow> exchange_rows() {
       {.names = "--print-placement",
        .field = &TrainConfig::print_placement,
        .help = "every rank prints its rank, host and node-local rank (which GPU it uses)"},
+      {.names = "--summary",
+       .field = &TrainConfig::summary,
+       .help = "print the model's layers that own parameters, their counts and the total "
+               "(as `sparsetrain models --summary`) before training"},
       {.names = "--sync-bn",
        .field = &TrainConfig::sync_bn,
        .help = "BatchNorm batch statistics over all ranks (synchronised), not per rank",

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
+#include "models/summary.h"
 #include "train/checkpoint_schedule.h"
 
 namespace st {
@@ -49,7 +50,10 @@ RunReport::RunReport(const TrainConfig& c, const TrainingTask& task, Communicato
       quiet_(c.quiet || comm.rank() != 0),
       tty_(isatty(STDERR_FILENO)) {}
 
-void RunReport::setup(const std::string& buckets, const std::string& placement) const {
+void RunReport::setup(Layer& model, const std::string& buckets,
+                      const std::string& placement) const {
+  if (c_.summary && leader_)
+    std::fputs(layer_table(model, "--arch " + c_.arch + " as this run trains it").c_str(), stderr);
   if (c_.print_buckets && leader_) std::fputs(buckets.c_str(), stderr);
   if (c_.print_placement)
     std::fprintf(stderr, "%s, device %s\n", placement.c_str(), task_.device().str().c_str());

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/timer.h"
+#include "layers/layer.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/epoch_sums.h"
@@ -34,8 +35,9 @@ class RunReport {
  public:
   RunReport(const TrainConfig& c, const TrainingTask& task, Communicator& comm);
 
-  // --print-buckets (rank 0) and --print-placement (every rank, with the device).
-  void setup(const std::string& buckets, const std::string& placement) const;
+  // --summary (rank 0: the table of `model`'s layers), --print-buckets (rank 0) and
+  // --print-placement (every rank, with the device).
+  void setup(Layer& model, const std::string& buckets, const std::string& placement) const;
   void resumed(const TrainPosition& at) const;
   // Rank 0: the metrics files in --out (a resume cuts them back to `resumed`: the rows
   // written after it will be written again), config.json and the task's start-up line.

@@ -100,7 +100,7 @@ TrainingLoop::TrainingLoop(const TrainConfig& c, TrainingTask& task, Communicato
   update_ =
       std::make_unique<UpdateTiming>(c_, task_.clips_before_exchange(), precision_.scales_loss(),
                                      *reducer_, *optimizer_, comm_, report_.quiet());
-  report_.setup(reducer_->describe_plan(), describe_placement(comm_));
+  report_.setup(task_.model(), reducer_->describe_plan(), describe_placement(comm_));
   if (!c_.resume.empty()) {
     resume();
   } else {

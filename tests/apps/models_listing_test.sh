@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `sparsetrain models`: the counts of the listing (JSON lines and the text table) follow
 # --classes, a bad --classes is one line naming it with exit code 2, and a listing that
-# cannot be written is a failure.
+# cannot be written is a failure; train --summary prints a model's table before training.
 #   tests/apps/models_listing_test.sh path/to/sparsetrain
 set -uo pipefail
 bin=$1
@@ -38,4 +38,14 @@ if "$bin" models >/dev/full 2>"$tmp/full.err"; then
 fi
 grep -q 'cannot write to standard output' "$tmp/full.err" ||
   fail "models >/dev/full: $(cat "$tmp/full.err")"
+# train --summary prints the same table for the model the run trains, then trains.
+"$bin" train --arch resnet20 --dataset synthetic --synthetic-size 32 -b 16 --test-subset 16 \
+  --eval-batches 1 --workers 0 --threads 1 -q --max-iters 1 --summary --out "$tmp/run" \
+  >"$tmp/train.out" 2>"$tmp/train.err" || fail "train --summary: $(cat "$tmp/train.err")"
+grep -Eq '^total +269,722$' "$tmp/train.err" || fail "train --summary: no total: $(cat "$tmp/train.err")"
+"$bin" models --summary resnet20 >"$tmp/summary.txt" 2>&1 || fail "models --summary resnet20"
+diff <(sed -n '2,$p' "$tmp/summary.txt") <(grep -A100000 -m1 '^layer  ' "$tmp/train.err" |
+  grep -B100000 -m1 'not listed') >/dev/null ||
+  fail "train --summary and models --summary differ: $(cat "$tmp/train.err")"
+[[ -f "$tmp/run/checkpoint.safetensors" ]] || fail "train --summary did not train"
 echo "models_listing_test: ok"

@@ -19,6 +19,7 @@
 #include "core/build_info.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/word_list.h"
 #include "data/packed.h"
 #include "data/registry.h"
 #include "models/registry.h"
@@ -84,9 +85,7 @@ CLI::Validator arch_name() {
       [](std::string& text) -> std::string {
         const std::vector<std::string> names = st::model_names();
         if (std::find(names.begin(), names.end(), text) != names.end()) return "";
-        std::string valid;
-        for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
-        return "unknown architecture '" + text + "'; valid: " + valid;
+        return "unknown architecture '" + text + "'; valid: " + st::word_list(names);
       },
       "ARCH");
 }

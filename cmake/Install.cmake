@@ -49,10 +49,12 @@ set(ST_PUBLIC_HEADERS
     comm/comm_worker.h comm/communicator.h comm/local_communicator.h comm/mpi_communicator.h
     comm/mpi_env.h comm/mpi_shared_segments.h comm/reducer.h comm/shared_segments.h
     sparsify/dense.h sparsify/micro.h sparsify/partition_math.h sparsify/quant_math.h
-    sparsify/randomk.h sparsify/registry.h sparsify/sidco_moments.h sparsify/sp_keys.h
-    sparsify/sparsifier.h sparsify/sparsify_hook.h sparsify/state_io.h sparsify/topk.h
-    sparsify/bulk/bulk_ops.h sparsify/bulk/cpu_ops.h sparsify/bulk/decorator.h
-    sparsify/bulk/op_list.h sparsify/bulk/timing_ops.h sparsify/testing/conformance.h
+    sparsify/quant_spec.h sparsify/randomk.h sparsify/registry.h sparsify/sidco_moments.h
+    sparsify/sp_keys.h sparsify/sparsifier.h sparsify/sparsify_hook.h sparsify/state_io.h
+    sparsify/topk.h sparsify/transform_pieces.h
+    sparsify/bulk/buffer.h sparsify/bulk/bulk_ops.h sparsify/bulk/cpu_ops.h
+    sparsify/bulk/decorator.h sparsify/bulk/op_list.h sparsify/bulk/pass.h
+    sparsify/bulk/timing_ops.h sparsify/testing/conformance.h
     train/checkpoint.h train/config.h train/config_check.h train/flags.h train/lm_trainer.h
     train/metrics.h train/run_folder.h train/trainer.h train/training_loop.h train/training_task.h)
 foreach(_h ${ST_PUBLIC_HEADERS})

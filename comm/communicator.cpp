@@ -10,6 +10,7 @@
 #include "comm/mpi_communicator.h"
 #include "comm/split_communicator.h"
 #include "core/error.h"
+#include "core/word_list.h"
 
 namespace st {
 
@@ -110,9 +111,7 @@ bool launched_by_mpi() {
 std::string resolve_backend(const std::string& requested, bool launched, const Device& device) {
   const std::vector<std::string>& words = communicator_backends();
   if (std::find(words.begin(), words.end(), requested) == words.end()) {
-    std::string list;
-    for (const std::string& w : words) list += (list.empty() ? "" : ", ") + w;
-    ST_THROW("--comm: unknown backend '", requested, "' (", list, ")");
+    ST_THROW("--comm: unknown backend '", requested, "' (", word_list(words), ")");
   }
   // The device collective for the tensors' device: NCCL on a GPU, the emulated one on emu.
   const char* device_backend = device.is_emu() ? "emu" : "nccl";

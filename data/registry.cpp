@@ -1,5 +1,6 @@
 #include "data/registry.h"
 
+#include "core/word_list.h"
 #include "data/cifar.h"
 #include "data/image_folder.h"
 #include "data/mnist.h"
@@ -60,9 +61,7 @@ std::vector<std::string>& names() {
 void check_name(const std::string& name) {
   for (const std::string& n : names())
     if (n == name) return;
-  std::string list;
-  for (const std::string& n : names()) list += (list.empty() ? "" : ", ") + n;
-  ST_THROW("unknown dataset '", name, "'; valid: ", list);
+  ST_THROW("unknown dataset '", name, "'; valid: ", word_list(names()));
 }
 
 // The built-in rows come first in rows(); registered ones follow.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/word_list.h"
 #include "layers/sequential.h"
 
 namespace st {
@@ -151,9 +152,8 @@ std::string layer_table(Layer& model, const std::string& title) {
     out += line(r.path.empty() ? "(root)" : r.path, r.type, with_thousands(r.params));
   out += line("total", "", with_thousands(total));
   if (left_out > 0) {
-    std::string names;
-    for (const std::string& k : kinds) names += (names.empty() ? "" : ", ") + k;
-    out += std::to_string(left_out) + " layers without parameters not listed (" + names + ")\n";
+    out += std::to_string(left_out) + " layers without parameters not listed (" + word_list(kinds) +
+           ")\n";
   }
   return out;
 }

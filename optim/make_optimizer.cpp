@@ -1,6 +1,7 @@
 #include "optim/make_optimizer.h"
 
 #include "core/error.h"
+#include "core/word_list.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 
@@ -59,9 +60,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<P
                                           const OptimizerOptions& options) {
   if (name == "sgd") return make_sgd(std::move(params), options);
   if (name == "adam" || name == "adamw") return make_adam(name, std::move(params), options);
-  std::string valid;
-  for (const std::string& n : optimizer_names()) valid += (valid.empty() ? "" : ", ") + n;
-  ST_THROW("unknown optimizer '", name, "' (valid: ", valid, ")");
+  ST_THROW("unknown optimizer '", name, "' (valid: ", word_list(optimizer_names()), ")");
 }
 
 }  // namespace st

@@ -3,9 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "sparsify/bulk/cpu_common.h"
+#include "sparsify/bulk/pass.h"
+#if SPARSETRAIN_WITH_CUDA
+#include "sparsify/dgc_cuda.h"
+#endif
 
 namespace st {
 
@@ -14,7 +20,47 @@ using bulk::Elem;
 namespace {
 // The --sp keys, spelled once: keys() declares them, options_from() reads them.
 constexpr char kSample[] = "sample", kMomentum[] = "momentum", kMask[] = "mask";
+
+// DGC's momentum correction (Lin et al., ICLR 2018, eqs. 6-7), a pass of its own over
+// buffers (x, u, v, seen): u = m u + (x - seen); v = v + u; seen = x.
+class MomentumPass final : public bulk::Pass {
+ public:
+  explicit MomentumPass(float m) : m_(m) {}
+  const char* name() const override { return "dgc momentum correction"; }
+  bulk::PassResult on_host(const bulk::PassMemory& b) const override {
+    const int64_t n = b.n(0);
+    const float* x = b.f32(0);
+    float* u = b.f32(1);
+    float* v = b.f32(2);
+    float* seen = b.f32(3);
+#pragma omp parallel for simd schedule(static) if (n > bulk::cpu_detail::kParallelMin)
+    for (int64_t i = 0; i < n; ++i) {
+      u[i] = m_ * u[i] + (x[i] - seen[i]);
+      v[i] += u[i];
+      seen[i] = x[i];
+    }
+    return {};
+  }
+#if SPARSETRAIN_WITH_CUDA
+  bulk::PassResult on_cuda(const bulk::PassMemory& b) const override {
+    dgc::momentum_cuda(m_, b.f32(0), b.n(0), b.f32(1), b.f32(2), b.f32(3));
+    return {};
+  }
+#endif
+
+ private:
+  float m_;
+};
+
 }  // namespace
+
+void dgc::momentum(bulk::Ops& ops, float m, const bulk::Buffer& x, bulk::Buffer& u, bulk::Buffer& v,
+                   bulk::Buffer& seen) {
+  const int64_t n = x.size();
+  ST_CHECK(u.size() == n && v.size() == n && seen.size() == n, "dgc: x of ", n,
+           " elements, state of ", u.size(), ", ", v.size(), ", ", seen.size());
+  ops.run_pass(std::make_shared<MomentumPass>(m), {&x, &u, &v, &seen});
+}
 
 Dgc::Dgc(const DgcOptions& options) : opt_(options) {}
 
@@ -62,7 +108,6 @@ float Dgc::sampled_threshold(bulk::Ops& ops, const SelectContext& ctx, const bul
 
 void Dgc::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer& x,
                     DeviceSelection& out) {
-  bulk::MethodOps& passes = bulk::need<bulk::MethodOps>(ops, name());
   bulk::ThresholdOps& thresholds = bulk::need<bulk::ThresholdOps>(ops, name());
   const int64_t n = x.size();
   const bulk::Buffer* v = &x;
@@ -74,8 +119,8 @@ void Dgc::select_on(bulk::Ops& ops, const SelectContext& ctx, const bulk::Buffer
     st->v.bind(ops, n);
     st->seen.bind(ops, n);
     // DGC eq. 6-7 on g = x - (last residual): u = m u + g; v = v + u.
-    passes.dgc_momentum(static_cast<float>(opt_.momentum), x, st->u.buf(), st->v.buf(),
-                        st->seen.buf());
+    dgc::momentum(ops, static_cast<float>(opt_.momentum), x, st->u.buf(), st->v.buf(),
+                  st->seen.buf());
     v = &st->v.buf();
   }
   const float thr = sampled_threshold(ops, ctx, *v);

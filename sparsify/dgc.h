@@ -65,4 +65,11 @@ class Dgc : public Sparsifier {
   std::vector<float> host_sample_;
 };
 
+namespace dgc {
+// The momentum correction (eqs. 6-7), DGC's own pass (bulk/pass.h) on any bulk::Ops:
+// u = m u + (x - seen); v = v + u; seen = x, over buffers of x's size.
+void momentum(bulk::Ops& ops, float m, const bulk::Buffer& x, bulk::Buffer& u, bulk::Buffer& v,
+              bulk::Buffer& seen);
+}  // namespace dgc
+
 }  // namespace st

@@ -1,6 +1,7 @@
 #include "sparsify/registry.h"
 
 #include "core/error.h"
+#include "core/word_list.h"
 #include "sparsify/cltk.h"
 #include "sparsify/dense.h"
 #include "sparsify/dgc.h"
@@ -226,9 +227,7 @@ const SparsifierInfo* find_sparsifier(const std::string& name) {
 
 const SparsifierInfo& sparsifier_info(const std::string& name) {
   if (const SparsifierInfo* row = find_sparsifier(name)) return *row;
-  std::string list;
-  for (const auto& n : sparsifier_names()) list += (list.empty() ? "" : ", ") + n;
-  ST_THROW("unknown --sparsifier '", name, "'; valid: ", list);
+  ST_THROW("unknown --sparsifier '", name, "'; valid: ", word_list(sparsifier_names()));
 }
 
 bool sparsifier_uses_sq_grads(const std::string& name) {

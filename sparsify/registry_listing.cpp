@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/word_list.h"
 #include "sparsify/registry.h"
 
 namespace st {
@@ -54,12 +55,6 @@ std::vector<std::pair<std::string, std::string>> side_inputs(const SparsifierInf
   return inputs;
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
-  return out;
-}
-
 }  // namespace
 
 std::string sparsifiers_listing(const std::vector<SparsifierInfo>& table) {
@@ -71,7 +66,7 @@ std::string sparsifiers_listing(const std::vector<SparsifierInfo>& table) {
     out += name + s.summary + "\n";
     out += indent + cite(s.paper) + "exchange: " + pattern_name(s.pattern()) +
            (s.partitioned() ? ", each rank in its own partition" : "") +
-           "; devices: " + joined(devices(s)) + "\n";
+           "; devices: " + word_list(devices(s)) + "\n";
     if (!s.per_rank_state.empty()) out += indent + "per-rank state: " + s.per_rank_state + "\n";
     for (const auto& [input, meaning] : side_inputs(s))
       out += indent + "side input: " + meaning + " (" + input + ")\n";
@@ -112,7 +107,7 @@ std::string sparsifiers_json(const std::vector<SparsifierInfo>& table) {
 std::string sparsifier_flag_help(const std::vector<SparsifierInfo>& table) {
   std::vector<std::string> names = {"none (plain dense allreduce)"};
   for (const SparsifierInfo& s : table) names.push_back(s.name);
-  return "gradient sparsifier: " + joined(names) + " (`sparsetrain sparsifiers` describes them)";
+  return "gradient sparsifier: " + word_list(names) + " (`sparsetrain sparsifiers` describes them)";
 }
 
 }  // namespace st

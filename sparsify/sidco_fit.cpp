@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "sparsify/bulk/cpu_ops.h"
 
 namespace st::sidco {
 
@@ -166,32 +165,6 @@ void select_above(bulk::Ops& ops, const bulk::Buffer& x, const Estimate& e, Work
     thresholds.exceed_compact(ws.values, {0, ws.values.size()}, e.tau, &ws.candidates, out,
                               ws.spare_values);
   }
-}
-
-namespace {
-
-// The CPU implementation for the host-memory forms (one per thread: it keeps scratch).
-bulk::Ops& host_ops() {
-  static thread_local bulk::CpuOps ops;
-  return ops;
-}
-
-}  // namespace
-
-Estimate estimate(const float* x, int64_t n, Variant variant, int stages, double delta,
-                  Workspace& ws) {
-  bulk::Buffer b;
-  host_ops().upload(x, bulk::Elem::F32, n, b);
-  return estimate(host_ops(), b, variant, stages, delta, ws);
-}
-
-void select_above(const float* x, int64_t n, const Estimate& e, Workspace& ws,
-                  std::vector<int32_t>& out) {
-  bulk::Buffer b, idx;
-  host_ops().upload(x, bulk::Elem::F32, n, b);
-  select_above(host_ops(), b, e, ws, idx);
-  out.resize(static_cast<size_t>(idx.size()));
-  host_ops().download(idx, 0, idx.size(), out.data());
 }
 
 }  // namespace st::sidco

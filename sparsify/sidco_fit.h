@@ -78,11 +78,4 @@ Estimate estimate(bulk::Ops& ops, const bulk::Buffer& x, Variant variant, int st
 void select_above(bulk::Ops& ops, const bulk::Buffer& x, const Estimate& e, Workspace& ws,
                   bulk::Buffer& out);
 
-// The same two on host memory, through the CPU implementation (a copy of x; tests and
-// tools).
-Estimate estimate(const float* x, int64_t n, Variant variant, int stages, double delta,
-                  Workspace& ws);
-void select_above(const float* x, int64_t n, const Estimate& e, Workspace& ws,
-                  std::vector<int32_t>& out);
-
 }  // namespace st::sidco

@@ -66,4 +66,18 @@ class Vgc : public PackedSparsifier {
   std::map<int, DeviceState> v_;
 };
 
+// VGC's own passes (bulk/pass.h) on any bulk::Ops.
+namespace vgc {
+// vi = v + add (aux, or grad^2 inv_batch); send when x^2 > alpha vi or |x| > tau > 0:
+// v = 0 and i to `out` (ascending); else v = vi zeta. Returns the largest |x| sent.
+float test(bulk::Ops& ops, const bulk::Buffer& x, const bulk::Buffer* aux, const bulk::Buffer* grad,
+           float inv_batch, float alpha, float zeta, float tau, bulk::Buffer& v, bulk::Buffer& out);
+// packed = the bits of `scale`, then quant::vgc_encode per entry; values = their decoding.
+void pack(bulk::Ops& ops, const bulk::Buffer& x, const bulk::Buffer& idx, float scale,
+          int index_bits, bulk::Buffer& packed, bulk::Buffer& values);
+// The inverse, from `count` >= 1 words of `words` at `offset`.
+void unpack(bulk::Ops& ops, const bulk::Buffer& words, int64_t offset, int64_t count,
+            int index_bits, bulk::Buffer& idx, bulk::Buffer& values);
+}  // namespace vgc
+
 }  // namespace st

@@ -7,6 +7,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/kernels/half.h"
+#include "core/word_list.h"
 #include "data/registry.h"
 #include "data/text_corpus.h"
 #include "train/exchange_setup.h"
@@ -19,12 +20,6 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
   for (const std::string& s : v)
     if (s == x) return true;
   return false;
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
 }
 
 // 32-bit FNV-1a: enough to tell two flag values apart across ranks.
@@ -65,7 +60,7 @@ void check_config(const TrainConfig& c) {
   const bool lm = c.arch == "lstm";
   const std::vector<std::string>& datasets = lm ? text_corpus_names() : dataset_names();
   ST_CHECK(contains(datasets, c.dataset), "unknown --dataset '", c.dataset, "'",
-           lm ? " for --arch lstm" : "", "; valid: ", join(datasets));
+           lm ? " for --arch lstm" : "", "; valid: ", word_list(datasets));
   check_flag_ranges(c);
   // -1 asks for a measurement; any other value is the share itself.
   ST_CHECK(c.first_layers_first == -1 || c.first_layers_first >= 0,

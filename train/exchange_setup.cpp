@@ -130,11 +130,11 @@ int parse_hierarchy(const std::string& value) {
   return static_cast<int>(n);
 }
 
-void check_exchange_flags(const TrainConfig& c) {
-  check_sparsifier_device(c);
-  // --sp keys and values as the exchange hook reads them, before any data is loaded.
-  std::shared_ptr<SparsifyHook> sparsify;
-  make_exchange_hook(c, sparsify);
+namespace {
+
+// The refusals that need the stack's own reading of the flags (`sparsify`: the innermost
+// hook as --sparsifier and --sp made it, null for none).
+void check_stack(const TrainConfig& c, const SparsifyHook* sparsify) {
   const bool two_level = parse_hierarchy(c.hierarchy) >= 0;
   ST_CHECK(c.plan == "off" || c.sparsifier != "none",
            "--plan auto chooses per bucket between the dense allreduce and --sparsifier: pass a "
@@ -153,9 +153,24 @@ void check_exchange_flags(const TrainConfig& c) {
            "cuts through tensors; use scope=bucket or --hierarchy off");
 }
 
+}  // namespace
+
+void check_exchange_flags(const TrainConfig& c) {
+  check_sparsifier_device(c);
+  // --sp keys and values as the exchange hook reads them, before any data is loaded.
+  std::shared_ptr<SparsifyHook> sparsify;
+  make_exchange_hook(c, sparsify);
+  check_stack(c, sparsify.get());
+}
+
+std::string sparsifier_flag_text() {
+  return sparsifier_flag_help();
+}
+
 ExchangeSetup::ExchangeSetup(const TrainConfig& c, Communicator& comm) : c_(c), comm_(comm) {
-  check_exchange_flags(c);
+  check_sparsifier_device(c);
   std::shared_ptr<BucketHook> hook = make_exchange_hook(c, sparsify_);
+  check_stack(c, sparsify_.get());
   if (c.plan == "auto") {
     planned_ = std::make_shared<PlannedHook>(std::make_shared<AllreduceHook>(), hook);
     hook = planned_;

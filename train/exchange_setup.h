@@ -28,6 +28,8 @@ int parse_hierarchy(const std::string& value);
 // The start-up refusals of --hierarchy and --plan (methods that cannot run on a slice,
 // --plan without a sparsifier); check_config calls it.
 void check_exchange_flags(const TrainConfig& c);
+// The --sparsifier flag's help: every method the registry has (the words' owner).
+std::string sparsifier_flag_text();
 
 class ExchangeSetup {
  public:

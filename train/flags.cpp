@@ -9,10 +9,11 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "core/number_text.h"
+#include "core/word_list.h"
 #include "data/registry.h"
 #include "data/text_corpus.h"
 #include "models/registry.h"
-#include "sparsify/registry.h"
+#include "train/exchange_setup.h"
 
 namespace st {
 
@@ -27,18 +28,12 @@ namespace {
 // Batch sizes and step counts a checkpoint stores are read back as 32-bit (train/checkpoint.cpp).
 constexpr double kMaxInt32 = 2147483647.0;
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 // What is trained on: the model and the data (`eval` takes them too).
 std::vector<FlagRow> data_rows() {
   return {
       {.names = "--arch,-a",
        .field = &TrainConfig::arch,
-       .help = "model architecture: " + join(model_names()) + ", lstm (language model)",
+       .help = "model architecture: " + word_list(model_names()) + ", lstm (language model)",
        .eval_too = true,
        .agree = Agree::value,
        .saved_as = "arch",
@@ -46,8 +41,8 @@ std::vector<FlagRow> data_rows() {
        .on_resume = OnResume::same},
       {.names = "--dataset",
        .field = &TrainConfig::dataset,
-       .help = "dataset: " + join(dataset_names()) +
-               "; for --arch lstm: " + join(text_corpus_names()) + " (fortunes by default)",
+       .help = "dataset: " + word_list(dataset_names()) +
+               "; for --arch lstm: " + word_list(text_corpus_names()) + " (fortunes by default)",
        .eval_too = true,
        .agree = Agree::value,
        .saved_as = "dataset",
@@ -309,7 +304,7 @@ std::vector<FlagRow> exchange_rows() {
   return {
       {.names = "--comm",
        .field = &TrainConfig::comm,
-       .help = "communication backend: " + join(communicator_backends()) +
+       .help = "communication backend: " + word_list(communicator_backends()) +
                " (emu: the emulated accelerator's collective)",
        .choices = communicator_backends(),
        .agree = Agree::value},
@@ -377,7 +372,7 @@ std::vector<FlagRow> exchange_rows() {
        .agree = Agree::value},
       {.names = "--sparsifier",
        .field = &TrainConfig::sparsifier,
-       .help = sparsifier_flag_help(),
+       .help = sparsifier_flag_text(),
        .agree = Agree::value,
        .saved_as = "sparsifier"},
       {.names = "--density",
@@ -527,7 +522,7 @@ void check_row(const FlagRow& row, const TrainConfig& c) {
     } else if constexpr (std::is_same_v<T, std::string>) {
       ST_CHECK(row.choices.empty() ||
                    std::find(row.choices.begin(), row.choices.end(), value) != row.choices.end(),
-               "unknown ", flag, " '", value, "'; valid: ", join(row.choices));
+               "unknown ", flag, " '", value, "'; valid: ", word_list(row.choices));
     } else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
       if (row.range.checked()) check_number(flag, value, row.range);
     }
@@ -560,6 +555,10 @@ std::string field_text(const FlagRow& row, const TrainConfig& c, const char* flo
 }
 
 }  // namespace
+
+std::string saved_number(double v) {
+  return text_of(v, kSavedShortest);
+}
 
 FlagRange at_least(double min) {
   return {min, false, FlagRange::kUnbounded, false};
@@ -648,7 +647,7 @@ std::map<std::string, std::string> flag_metadata(const TrainConfig& c, SavedBy t
         (static_cast<unsigned>(row.saved_by) & static_cast<unsigned>(task)) == 0)
       continue;
     meta[row.saved_as] =
-        field_text(row, c, row.saved_text == SavedText::shortest ? "%.15g" : nullptr);
+        field_text(row, c, row.saved_text == SavedText::shortest ? kSavedShortest : nullptr);
   }
   return meta;
 }

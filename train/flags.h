@@ -64,6 +64,9 @@ enum class SavedBy : unsigned { none = 0, image = 1, lm = 2, both = 3 };
 // How a saved floating-point value is written: printf's %f (the older keys) or the
 // shortest form that reads back the same (%.15g).
 enum class SavedText { fixed, shortest };
+inline constexpr const char* kSavedShortest = "%.15g";
+// A floating-point value as run metadata writes it under SavedText::shortest.
+std::string saved_number(double v);
 
 // What a resume requires of a flag saved in the checkpoint: nothing, the same value, or
 // the same value when the checkpoint lies mid-epoch (the flag fixes the batches' order).

@@ -9,6 +9,7 @@
 #include "comm/communicator.h"
 #include "core/parallel.h"
 #include "core/safetensors.h"
+#include "core/word_list.h"
 #include "data/text_corpus.h"
 #include "models/lstm_lm.h"
 #include "optim/lr_schedule.h"
@@ -35,10 +36,8 @@ TextCorpus open_corpus(const std::string& dataset, const std::string& data_dir, 
     return load_fortunes_corpus(o);
   }
   const std::vector<std::string>& names = text_corpus_names();
-  std::string valid;
-  for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
   ST_CHECK(std::find(names.begin(), names.end(), dataset) != names.end(),
-           "--arch lstm: unknown --dataset '", dataset, "'; valid: ", valid,
+           "--arch lstm: unknown --dataset '", dataset, "'; valid: ", word_list(names),
            " (all but fortunes with --data-dir)");
   ST_CHECK(!data_dir.empty(), "--dataset ", dataset,
            " needs --data-dir: a folder with ptb.{train,valid,test}.txt, "

@@ -1,21 +1,13 @@
 #include "train/run_checkpoint.h"
 
-#include <cstdio>
 #include <exception>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "train/flags.h"
 
 namespace st {
-
-namespace {
-std::string format_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
-  return buf;
-}
-}  // namespace
 
 std::string checkpoint_path(const TrainConfig& c) {
   return (std::filesystem::path(c.out) / "checkpoint.safetensors").string();
@@ -28,7 +20,7 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, const Trai
   // here only what no flag holds, and the cap --plan auto may have chosen over the flag's.
   std::map<std::string, std::string> meta = task.metadata();
   meta["world_size"] = std::to_string(world_size);
-  if (bucket_cap_mb != c.bucket_cap_mb) meta["bucket_cap_mb"] = format_number(bucket_cap_mb);
+  if (bucket_cap_mb != c.bucket_cap_mb) meta["bucket_cap_mb"] = saved_number(bucket_cap_mb);
   exchange.add_metadata(meta);
   return meta;
 }

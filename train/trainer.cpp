@@ -7,6 +7,7 @@
 #include "comm/communicator.h"
 #include "core/parallel.h"
 #include "core/safetensors.h"
+#include "core/word_list.h"
 #include "data/device_prefetch.h"
 #include "data/loader.h"
 #include "data/registry.h"
@@ -268,10 +269,8 @@ EvalResult evaluate_checkpoint(const TrainConfig& config, const std::string& che
   if (c.arch.empty() && meta.count("arch")) {
     const std::vector<std::string> known = model_names();
     if (std::find(known.begin(), known.end(), meta["arch"]) == known.end()) {
-      std::string list;
-      for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
       ST_THROW(checkpoint, ": checkpoint metadata 'arch' is '", meta["arch"],
-               "', a model this build does not have (it has ", list, ")");
+               "', a model this build does not have (it has ", word_list(known), ")");
     }
     c.arch = meta["arch"];
   }

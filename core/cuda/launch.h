@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/host_device.h"
@@ -29,6 +30,12 @@ ST_HD int64_t grid_stride_first(int64_t block, int64_t dim, int64_t thread) {
 }
 ST_HD int64_t grid_stride_step(int64_t grid, int64_t dim) {
   return grid * dim;
+}
+
+// Byte sizes of pieces carved from one scratch allocation, rounded up to 256 (the
+// alignment cudaMalloc gives and CUB's temporary storage expects).
+inline size_t align256(size_t bytes) {
+  return (bytes + 255) / 256 * 256;
 }
 
 }  // namespace st::cuda

@@ -13,6 +13,8 @@
 
 #include <optional>
 
+#include "core/cuda/runtime.h"
+
 namespace st {
 class Tensor;
 }
@@ -130,6 +132,15 @@ Context& context(int device);
 inline cudaStream_t current_stream(int device) {
   return context(device).stream();
 }
+
+// What a kernel wrapper given only device pointers launches on: the pointer's device,
+// made current for the scope, and this thread's current stream there.
+struct OnDeviceOf {
+  int dev;
+  DeviceGuard guard;
+  cudaStream_t stream;
+  explicit OnDeviceOf(const void* p) : dev(device_of(p)), guard(dev), stream(current_stream(dev)) {}
+};
 
 // Makes `stream` current for this thread on `device` for a scope.
 class StreamGuard {

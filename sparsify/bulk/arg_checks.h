@@ -23,21 +23,6 @@ inline void positions_cover(const Buffer* pos, part::Range r) {
            " positions for a range ending at ", r.end);
 }
 
-inline void dgc_state(int64_t n, const Buffer& u, const Buffer& v, const Buffer& seen) {
-  ST_CHECK(u.size() == n && v.size() == n && seen.size() == n, "bulk::Ops::dgc_momentum: x of ", n,
-           " elements, state of ", u.size(), ", ", v.size(), ", ", seen.size());
-}
-
-inline void vgc_inputs(int64_t n, const Buffer& v, bool aux_or_grad) {
-  ST_CHECK(v.size() == n && aux_or_grad, "bulk::Ops::vgc_test: x of ", n, " elements, v of ",
-           v.size(), aux_or_grad ? "" : ", neither aux nor grad");
-}
-
-inline void vgc_words(const Buffer& words, int64_t offset, int64_t count) {
-  ST_CHECK(count >= 1 && offset >= 0 && offset + count <= words.size(),
-           "bulk::Ops::vgc_unpack: ", count, " words from ", offset, " of ", words.size());
-}
-
 inline void scale_words(int64_t groups, int64_t scales_at, const Buffer& words) {
   ST_CHECK(scales_at >= 0 && scales_at + groups <= words.size(), "bulk::Ops::dequantize: ", groups,
            " scales from ", scales_at, " of ", words.size(), " words");

@@ -22,35 +22,20 @@
 
 #include "core/device.h"
 #include "core/tensor.h"
+#include "sparsify/bulk/buffer.h"
 #include "sparsify/bulk/op_list.h"
+#include "sparsify/bulk/pass.h"
 #include "sparsify/partition_math.h"
 #include "sparsify/quant_math.h"
+#include "sparsify/quant_spec.h"
 #include "sparsify/sidco_moments.h"
+#include "sparsify/transform_pieces.h"
 
 namespace st {
 class Communicator;
 }
 
 namespace st::bulk {
-
-enum class Elem : uint8_t { F32, I32, U32 };
-
-// A buffer on the implementation's device: `size()` elements of one type. Only bulk::Ops
-// implementations reach its memory; everyone else passes it around. Buffers keep their
-// capacity when resized smaller, so per-bucket scratch does not reallocate each step.
-class Buffer {
- public:
-  Buffer() = default;
-  int64_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  Elem elem() const { return elem_; }
-
- private:
-  friend class Ops;
-  Tensor storage_;  // capacity >= size_; F32 or I32 tensor on the device
-  int64_t size_ = 0;
-  Elem elem_ = Elem::F32;
-};
 
 // Sums over a range, accumulated in double: one pass.
 struct Stats {
@@ -62,54 +47,6 @@ struct Stats {
 // Smallest and largest entry of an index buffer (Ops::index_bounds).
 struct IndexBounds {
   int64_t min = 0, max = -1;
-};
-
-// --- Types of the quantisation, transform and dense-algebra section (Ops below) ---
-
-// What Ops::quantize computes. Groups share one scale: fixed chunks of `chunk` elements
-// (the last one shorter) when chunk > 0, else the groups starting at `starts` (ascending,
-// starts[0] = 0; the last one runs to the end).
-enum class QuantKind : uint8_t {
-  Qsgd,      // scale = L2 norm; code = level_code(qsgd_level(...), bits)
-  TernGrad,  // scale = terngrad_scale(max |x|, sum, sum sq, len, clip); 2-bit level code
-  Sign,      // scale = L1 norm / len (EF-signSGD); code = 1 when x < 0
-};
-struct QuantSpec {
-  QuantKind kind = QuantKind::Qsgd;
-  int64_t chunk = 0;
-  std::vector<int64_t> starts;
-  int32_t levels = 1;             // QSGD s
-  float clip = 0;                 // TernGrad c (<= 0: off)
-  uint64_t seed = 0, stream = 0;  // Philox key of the stochastic rounding (QSGD, TernGrad)
-  // Bits of one code: QSGD sign + ceil(log2(s + 1)), TernGrad 2, Sign 1.
-  int bits() const {
-    if (kind != QuantKind::Qsgd) return kind == QuantKind::TernGrad ? 2 : 1;
-    int b = 0;
-    while ((int64_t{1} << b) < int64_t{levels} + 1) ++b;
-    return 1 + b;
-  }
-  // The number of groups of n elements, and group g's range.
-  int64_t groups(int64_t n) const {
-    if (chunk > 0) return (n + chunk - 1) / chunk;
-    return starts.empty() ? (n > 0 ? 1 : 0) : static_cast<int64_t>(starts.size());
-  }
-  part::Range group(int64_t g, int64_t n) const {
-    if (chunk > 0) return {g * chunk, std::min(n, (g + 1) * chunk)};
-    if (starts.empty()) return {0, n};
-    const auto u = static_cast<size_t>(g);
-    return {starts[u], u + 1 < starts.size() ? starts[u + 1] : n};
-  }
-};
-
-// One real transform: bucket elements [begin, begin + len) <-> the half spectrum at
-// [coef, coef + 2 (len/2 + 1)) of the coefficient buffer, interleaved (re, im).
-struct FftPiece {
-  int64_t begin = 0, len = 0, coef = 0;
-};
-
-// One range of Ops::topk_abs_ranges: the k largest |x| of [begin, end).
-struct TopkRange {
-  int64_t begin = 0, end = 0, k = 0;
 };
 
 // exceed_moments and exceed_compact (ThresholdOps) reduce over fixed blocks of this many

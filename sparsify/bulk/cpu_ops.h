@@ -28,10 +28,8 @@ class CpuOps : ST_BULK_FAMILIES(ST_BULK_PUBLIC_BASE) public Ops {
   // quantize() of TernGrad and EF-signSGD: block sums, scales, codes and values.
   void scaled_groups(const QuantSpec& q, const float* x, int64_t n, float* scales, uint32_t* codes,
                      float* values);
-  struct FftCache;                                // FFTW plans by length (transform_cpu.cpp)
-  std::shared_ptr<FftCache> fft_;                 // made on the first transform
-  std::vector<std::vector<int32_t>> range_hits_;  // topk_abs_ranges / vgc_test: per-part hits
-  std::vector<float> range_cut_;
+  struct FftCache;                 // FFTW plans by length (transform_cpu.cpp)
+  std::shared_ptr<FftCache> fft_;  // made on the first transform
 
  protected:
   // Where a buffer's elements are (null when it has no storage yet). Every pass reaches
@@ -50,6 +48,8 @@ class CpuOps : ST_BULK_FAMILIES(ST_BULK_PUBLIC_BASE) public Ops {
   virtual void on_comm_tensors(Communicator& comm, const std::vector<Tensor*>& inputs,
                                const std::vector<Tensor*>& outputs,
                                const std::function<void()>& op);
+  // Host pointers to a pass's buffers (run_pass).
+  PassMemory pass_memory(const PassBuffers& b);
   // Copies a selection kernel's output into `out` (I32).
   void put_indices(const std::vector<int32_t>& v, Buffer& out);
 

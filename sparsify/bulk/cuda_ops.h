@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "sparsify/bulk/bulk_ops.h"
-#include "sparsify/fft_cuda.h"
+#include "sparsify/kernels/fft_cuda.h"
 
 namespace st::bulk {
 
@@ -60,6 +60,8 @@ class CudaOps : ST_BULK_FAMILIES(ST_BULK_PUBLIC_BASE) public Ops {
   static const uint32_t* u32(const Buffer& b) { return reinterpret_cast<const uint32_t*>(i32(b)); }
   // A tensor viewing exactly the buffer's size() elements (collectives).
   static Tensor view(const Buffer& b);
+  // Device pointers to a pass's buffers (run_pass).
+  static PassMemory pass_memory(const PassBuffers& b);
   int dev() const { return device_.index; }
   // Copies `bytes` from device memory to `host` through the pinned staging buffer and
   // waits for this thread's stream.

@@ -3,7 +3,8 @@
 // (bulk_ops.h) and of each family, the overrides CpuOps and CudaOps declare, and every
 // decorator (bulk::Decorator: EmuOps, the timing decorator, the test decorators). Adding
 // an operation to a family is one entry here plus its definitions in that family's
-// <family>_cpu.cpp and <family>_cuda.cu.
+// <family>_cpu.cpp and <family>_cuda.cu. A pass only one method needs is not listed here:
+// the method brings it (bulk/pass.h, Ops::run_pass).
 //
 // Entry: X(Family, Mode, return type, name, (parameters), (arguments), (buffers), (sizing))
 //   Family   the interface class that declares it (Ops is the core)
@@ -85,6 +86,12 @@
   X(Ops, Later, void, scatter_scaled, (const Buffer& idx, const Buffer& vals, float a, Buffer& y), \
     (idx, vals, a, y), (&idx, &vals, &y), ())                                                      \
   X(Ops, Later, void, zero_at, (const Buffer& idx, Buffer& y), (idx, y), (&idx, &y), ())           \
+  /* A method's own pass (bulk/pass.h) over `b`, queued; the caller sized its outputs. */          \
+  X(Ops, Later, void, run_pass, (const PassPtr& p, const PassBuffers& b), (p, b),                  \
+    (b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5)), ())                                    \
+  /* The same, waited for: returns the pass's host result. */                                      \
+  X(Ops, Wait, PassResult, run_pass_waiting, (const PassPtr& p, const PassBuffers& b), (p, b),     \
+    (b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5)), ())                                    \
   /* Collectives (the communicator decides MPI, NCCL or the emulated backend). */                  \
   X(Ops, Comm, void, allreduce_sum, (Communicator & comm, Buffer & b), (comm, b), (&b), ())        \
   /* out = the ranks' `in` concatenated in rank order; counts[r] = rank r's in.size(). */          \
@@ -197,31 +204,6 @@
      int64_t a_off, const Buffer& B, int64_t b_off, float beta, Buffer& C, int64_t c_off),      \
     (trans_a, trans_b, m, n, k, alpha, A, a_off, B, b_off, beta, C, c_off), (&A, &B, &C), ())
 
-// --- Method-specific passes: DGC's momentum correction and VGC's variance test and words.
-#define ST_BULK_METHOD_OPS(X)                                                                \
-  /* DGC (Lin et al., ICLR 2018, eqs. 6-7): u = m u + (x - seen); v = v + u; seen = x. */    \
-  X(MethodOps, Later, void, dgc_momentum,                                                    \
-    (float m, const Buffer& x, Buffer& u, Buffer& v, Buffer& seen), (m, x, u, v, seen),      \
-    (&x, &u, &v, &seen), ())                                                                 \
-  /* VGC (Tsuzuku et al. 2018): vi = v + add (aux, or grad^2 inv_batch); send when           \
-     x^2 > alpha vi or |x| > tau > 0: v = 0, i to `out`; else v = vi zeta. Returns the       \
-     largest |x| sent (host value). */                                                       \
-  X(MethodOps, Wait, float, vgc_test,                                                        \
-    (const Buffer& x, const Buffer* aux, const Buffer* grad, float inv_batch, float alpha,   \
-     float zeta, float tau, Buffer& v, Buffer& out),                                         \
-    (x, aux, grad, inv_batch, alpha, zeta, tau, v, out), (&x, aux, grad, &v, &out), ())      \
-  /* packed = bits of `scale`, then quant::vgc_encode per entry; values = their decoding. */ \
-  X(MethodOps, Sized, void, vgc_pack,                                                        \
-    (const Buffer& x, const Buffer& idx, float scale, int index_bits, Buffer& packed,        \
-     Buffer& values),                                                                        \
-    (x, idx, scale, index_bits, packed, values), (&x, &idx, &packed, &values),               \
-    (sized(packed, Elem::U32, idx.size() + 1), sized(values, Elem::F32, idx.size())))        \
-  X(MethodOps, Sized, void, vgc_unpack,                                                      \
-    (const Buffer& words, int64_t offset, int64_t count, int index_bits, Buffer& idx,        \
-     Buffer& values),                                                                        \
-    (words, offset, count, index_bits, idx, values), (&words, &idx, &values),                \
-    (sized(idx, Elem::I32, count - 1), sized(values, Elem::F32, count - 1)))
-
 // --- Tensor scope (--sp scope=tensor): bucket positions and per-tensor counts. ---
 #define ST_BULK_SCOPE_OPS(X)                                                                    \
   /* idx[j] += delta (positions in a tensor become positions in the bucket). */                 \
@@ -234,12 +216,11 @@
     (idx, begin, count, segments), (&idx), ())
 
 // The families an implementation may provide: F(class, accessor, name, list, extra...).
-#define ST_BULK_FAMILIES(F, ...)                                                         \
-  F(ThresholdOps, threshold, "threshold extras", ST_BULK_THRESHOLD_OPS, __VA_ARGS__)     \
-  F(QuantOps, quant, "quantisation and bit packing", ST_BULK_QUANT_OPS, __VA_ARGS__)     \
-  F(TransformOps, transform, "transforms", ST_BULK_TRANSFORM_OPS, __VA_ARGS__)           \
-  F(LowRankOps, low_rank, "low rank", ST_BULK_LOW_RANK_OPS, __VA_ARGS__)                 \
-  F(MethodOps, method_passes, "method-specific passes", ST_BULK_METHOD_OPS, __VA_ARGS__) \
+#define ST_BULK_FAMILIES(F, ...)                                                     \
+  F(ThresholdOps, threshold, "threshold extras", ST_BULK_THRESHOLD_OPS, __VA_ARGS__) \
+  F(QuantOps, quant, "quantisation and bit packing", ST_BULK_QUANT_OPS, __VA_ARGS__) \
+  F(TransformOps, transform, "transforms", ST_BULK_TRANSFORM_OPS, __VA_ARGS__)       \
+  F(LowRankOps, low_rank, "low rank", ST_BULK_LOW_RANK_OPS, __VA_ARGS__)             \
   F(ScopeOps, tensor_scope, "tensor scope", ST_BULK_SCOPE_OPS, __VA_ARGS__)
 
 // Every operation, core and families.

@@ -7,7 +7,7 @@
 #include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cuda_ops.h"
 #include "sparsify/bulk/cuda_ops_detail.cuh"
-#include "sparsify/kernels/quantize_cuda.h"
+#include "sparsify/kernels/quant_cuda.h"
 
 namespace st::bulk {
 

@@ -12,7 +12,7 @@
 #include "sparsify/bulk/arg_checks.h"
 #include "sparsify/bulk/cuda_ops.h"
 #include "sparsify/bulk/cuda_ops_detail.cuh"
-#include "sparsify/kernels/quantize_cuda.h"
+#include "sparsify/kernels/moments_cuda.h"
 #include "sparsify/kernels/select_cuda.h"
 #include "sparsify/kernels/threshold_select_cuda.h"
 

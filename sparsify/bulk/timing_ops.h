@@ -61,6 +61,7 @@ class TimingOps : public Decorator {
  public:
   TimingOps(OpsPtr target, PhaseClock& clock)
       : Decorator(*target), owned_(std::move(target)), clock_(clock) {}
+
  protected:
   void around(Call& call, FunctionRef run) override;
 

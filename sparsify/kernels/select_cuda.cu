@@ -52,10 +52,6 @@ __global__ void keys_and_positions(const float* x, int64_t n, uint32_t* keys, in
   }
 }
 
-size_t align256(size_t b) {
-  return (b + 255) / 256 * 256;
-}
-
 }  // namespace
 
 int64_t count_abs_cuda(const float* x, int64_t n, float tau, bool strict) {
@@ -68,7 +64,7 @@ int64_t count_abs_cuda(const float* x, int64_t n, float tau, bool strict) {
   ST_CUDA_CHECK(
       cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, x, static_cast<int64_t*>(nullptr), n,
                                          ::cuda::std::plus<int64_t>{}, op, int64_t{0}, stream));
-  const size_t out_offset = align256(temp_bytes);
+  const size_t out_offset = cuda::align256(temp_bytes);
   Storage scratch(out_offset + sizeof(int64_t), Device::cuda(dev));
   char* base = static_cast<char*>(scratch.data());
   int64_t* out = reinterpret_cast<int64_t*>(base + out_offset);
@@ -89,7 +85,7 @@ int64_t abs_threshold_cuda(const float* x, int64_t n, float tau, bool strict, in
   size_t temp_bytes = 0;
   ST_CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, positions, out,
                                       static_cast<int64_t*>(nullptr), n, pred, stream));
-  const size_t out_offset = align256(temp_bytes);
+  const size_t out_offset = cuda::align256(temp_bytes);
   Storage scratch(out_offset + sizeof(int64_t), Device::cuda(dev));
   char* base = static_cast<char*>(scratch.data());
   int64_t* count_dev = reinterpret_cast<int64_t*>(base + out_offset);
@@ -115,8 +111,8 @@ float topk_abs_cuda(const float* x, int64_t n, int64_t k, int32_t* out) {
   ST_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, sort_k_bytes,
                                                static_cast<const int32_t*>(nullptr),
                                                static_cast<int32_t*>(nullptr), k, 0, 32, stream));
-  const size_t vec = align256(static_cast<size_t>(n) * 4);
-  const size_t temp = align256(std::max(sort_bytes, sort_k_bytes));
+  const size_t vec = cuda::align256(static_cast<size_t>(n) * 4);
+  const size_t temp = cuda::align256(std::max(sort_bytes, sort_k_bytes));
   Storage scratch(4 * vec + temp, Device::cuda(dev));
   char* base = static_cast<char*>(scratch.data());
   uint32_t* keys_in = reinterpret_cast<uint32_t*>(base);

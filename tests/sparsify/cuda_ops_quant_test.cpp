@@ -10,7 +10,9 @@
 #include <cstring>
 #include <vector>
 
+#include "sparsify/dgc.h"
 #include "sparsify/quantizers.h"
+#include "sparsify/vgc.h"
 #include "tests/sparsify/cuda_ops_fixture.h"
 
 namespace st::test {
@@ -61,8 +63,8 @@ TEST_F(CudaOpsTest, DgcAndVgcMatchCpu) {
   put(values(n, 45), Elem::F32, cu, gu);
   put(std::vector<float>(n, 0.0f), Elem::F32, cv, gv);
   put(seen, Elem::F32, cs, gs);
-  cpu_.dgc_momentum(0.9f, cx, cu, cv, cs);
-  gpu_->dgc_momentum(0.9f, gx, gu, gv, gs);
+  dgc::momentum(cpu_, 0.9f, cx, cu, cv, cs);
+  dgc::momentum(*gpu_, 0.9f, gx, gu, gv, gs);
   const std::vector<float> uc = floats_cpu(cu), ug = floats_gpu(gu);
   for (size_t i = 0; i < uc.size(); ++i)
     ASSERT_NEAR(ug[i], uc[i], 2e-7f * (std::abs(uc[i]) + 1)) << i;  // FMA contraction
@@ -71,19 +73,19 @@ TEST_F(CudaOpsTest, DgcAndVgcMatchCpu) {
   Buffer cg, gg, cvar, gvar, co, go;
   put(g, Elem::F32, cg, gg);
   put(std::vector<float>(n, 0.01f), Elem::F32, cvar, gvar);
-  const float mc = cpu_.vgc_test(cx, nullptr, &cg, 0.5f, 1.0f, 0.99f, 0.0f, cvar, co);
-  const float mg = gpu_->vgc_test(gx, nullptr, &gg, 0.5f, 1.0f, 0.99f, 0.0f, gvar, go);
+  const float mc = vgc::test(cpu_, cx, nullptr, &cg, 0.5f, 1.0f, 0.99f, 0.0f, cvar, co);
+  const float mg = vgc::test(*gpu_, gx, nullptr, &gg, 0.5f, 1.0f, 0.99f, 0.0f, gvar, go);
   EXPECT_EQ(mg, mc);
   EXPECT_EQ(ints_gpu(go), ints_cpu(co));
   ASSERT_GT(co.size(), 0);
   Buffer cp, gp, cvals, gvals;
-  cpu_.vgc_pack(cx, co, mc, 15, cp, cvals);
-  gpu_->vgc_pack(gx, go, mg, 15, gp, gvals);
+  vgc::pack(cpu_, cx, co, mc, 15, cp, cvals);
+  vgc::pack(*gpu_, gx, go, mg, 15, gp, gvals);
   EXPECT_EQ(ints_gpu(gp), ints_cpu(cp));
   EXPECT_EQ(floats_gpu(gvals), floats_cpu(cvals));
   Buffer cidx, gidx, cw, gw;
-  cpu_.vgc_unpack(cp, 0, cp.size(), 15, cidx, cw);
-  gpu_->vgc_unpack(gp, 0, gp.size(), 15, gidx, gw);
+  vgc::unpack(cpu_, cp, 0, cp.size(), 15, cidx, cw);
+  vgc::unpack(*gpu_, gp, 0, gp.size(), 15, gidx, gw);
   EXPECT_EQ(ints_gpu(gidx), ints_cpu(cidx));
   EXPECT_EQ(floats_gpu(gw), floats_cpu(cw));
 }

@@ -182,7 +182,7 @@ TEST(Fft, PackedMessageHoldsIndicesAndCodes) {
 }  // namespace st::test
 
 #ifdef SPARSETRAIN_WITH_CUDA
-#include "sparsify/fft_cuda.h"
+#include "sparsify/kernels/fft_cuda.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace st::test {

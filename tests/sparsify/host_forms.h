@@ -9,6 +9,7 @@
 
 #include "sparsify/device_state.h"
 #include "sparsify/host_select.h"
+#include "sparsify/sidco_fit.h"
 #include "sparsify/sparsifier.h"
 
 namespace st::test {
@@ -24,6 +25,18 @@ inline bulk::Buffer buffer_of(const float* x, int64_t n) {
   bulk::Buffer b;
   thread_cpu_ops().upload(x, bulk::Elem::F32, n, b);
   return b;
+}
+
+// SIDCo's estimate and selection on host memory, through this thread's CPU implementation.
+inline sidco::Estimate sidco_estimate(const float* x, int64_t n, sidco::Variant v, int stages,
+                                      double delta, sidco::Workspace& ws) {
+  return sidco::estimate(thread_cpu_ops(), buffer_of(x, n), v, stages, delta, ws);
+}
+inline void sidco_select_above(const float* x, int64_t n, const sidco::Estimate& e,
+                               sidco::Workspace& ws, std::vector<int32_t>& out) {
+  bulk::Buffer idx;
+  sidco::select_above(thread_cpu_ops(), buffer_of(x, n), e, ws, idx);
+  out = host_of<int32_t>(idx);
 }
 
 inline Selection host_selection(const DeviceSelection& d) {

@@ -13,7 +13,9 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "sparsify/bulk/cpu_ops.h"
+#include "sparsify/dgc.h"
 #include "sparsify/quantizers.h"
+#include "sparsify/vgc.h"
 
 namespace st::test {
 namespace {
@@ -198,8 +200,8 @@ TEST(QuantOps, VgcTestMatchesTheSerialRuleAndItsWordsRoundTrip) {
       }
       Buffer xb = up(ops, x, Elem::F32), ab = up(ops, aux, Elem::F32), gb = up(ops, g, Elem::F32);
       Buffer vb = up(ops, v0, Elem::F32), out;
-      const float scale = ops.vgc_test(xb, with_aux ? &ab : nullptr, with_aux ? nullptr : &gb,
-                                       inv_b, alpha, zeta, tau, vb, out);
+      const float scale = vgc::test(ops, xb, with_aux ? &ab : nullptr, with_aux ? nullptr : &gb,
+                                    inv_b, alpha, zeta, tau, vb, out);
       EXPECT_EQ(scale, mx);
       EXPECT_EQ(down<int32_t>(ops, out), want);
       const std::vector<float> vg = down<float>(ops, vb);
@@ -207,7 +209,7 @@ TEST(QuantOps, VgcTestMatchesTheSerialRuleAndItsWordsRoundTrip) {
       // Words: the scale, then (index, sign, exponent) entries that decode to the values.
       const int ib = 18;
       Buffer packed, values, idx2, values2;
-      ops.vgc_pack(xb, out, scale, ib, packed, values);
+      vgc::pack(ops, xb, out, scale, ib, packed, values);
       const std::vector<uint32_t> w = down<uint32_t>(ops, packed);
       ASSERT_EQ(w.size(), want.size() + 1);
       EXPECT_EQ(w[0], bits_of(scale));
@@ -216,7 +218,7 @@ TEST(QuantOps, VgcTestMatchesTheSerialRuleAndItsWordsRoundTrip) {
       Buffer all;
       ops.resize(all, Elem::U32, packed.size() + 5);
       ops.copy(packed, 0, all, 5, packed.size());
-      ops.vgc_unpack(all, 5, packed.size(), ib, idx2, values2);
+      vgc::unpack(ops, all, 5, packed.size(), ib, idx2, values2);
       EXPECT_TRUE(ops.same_bits(idx2, out));
       EXPECT_TRUE(ops.same_bits(values2, values));
     }
@@ -331,7 +333,7 @@ TEST(QuantOps, DgcMomentumRunsEquationsSixAndSeven) {
                            s0 = gaussian(n, 14);
   Buffer xb = up(ops, x, Elem::F32), u = up(ops, u0, Elem::F32), v = up(ops, v0, Elem::F32),
          seen = up(ops, s0, Elem::F32);
-  ops.dgc_momentum(0.9f, xb, u, v, seen);
+  dgc::momentum(ops, 0.9f, xb, u, v, seen);
   const std::vector<float> gu = down<float>(ops, u), gv = down<float>(ops, v);
   EXPECT_TRUE(ops.same_bits(seen, xb));
   for (int64_t i = 0; i < n; ++i) {

@@ -244,7 +244,9 @@ TEST(TernGrad, SparsifierPacksTwoBits) {
 #ifdef SPARSETRAIN_WITH_CUDA
 #include "core/storage.h"
 #include "sparsify/bulk/cpu_ops.h"
-#include "sparsify/kernels/quantize_cuda.h"
+#include "sparsify/bulk/cuda_ops.h"
+#include "sparsify/kernels/quant_cuda.h"
+#include "sparsify/sidco_fit.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace st::test {
@@ -337,12 +339,16 @@ TEST(QuantizeCuda, SidcoEstimateMatchesTheCpu) {
   ST_REQUIRE_CUDA_DEVICE();
   const int64_t n = 200000;
   const std::vector<float> x = gaussian(n, 22);
-  const Tensor xd = Tensor::from_vector(x, {n}).to(Device::cuda(0));
+  bulk::CpuOps cpu;
+  bulk::CudaOps gpu(Device::cuda(0));
+  bulk::Buffer xc, xg;
+  cpu.upload(x.data(), bulk::Elem::F32, n, xc);
+  gpu.upload(x.data(), bulk::Elem::F32, n, xg);
   for (sidco::Variant v : {sidco::Variant::E, sidco::Variant::P, sidco::Variant::GP}) {
-    sidco::Workspace ws;
-    const sidco::Estimate cpu = sidco::estimate(x.data(), n, v, 3, 0.001, ws);
-    const sidco::Estimate gpu = sidco::estimate_cuda(xd.f32(), n, v, 3, 0.001);
-    EXPECT_NEAR(gpu.tau, cpu.tau, 1e-4 * cpu.tau) << sidco::variant_name(v);
+    sidco::Workspace wc, wg;
+    const sidco::Estimate on_cpu = sidco::estimate(cpu, xc, v, 3, 0.001, wc);
+    const sidco::Estimate on_gpu = sidco::estimate(gpu, xg, v, 3, 0.001, wg);
+    EXPECT_NEAR(on_gpu.tau, on_cpu.tau, 1e-4 * on_cpu.tau) << sidco::variant_name(v);
   }
 }
 

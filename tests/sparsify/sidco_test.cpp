@@ -15,6 +15,7 @@
 #include "sparsify/registry.h"
 #include "sparsify/sidco.h"
 #include "sparsify/sidco_fit.h"
+#include "tests/sparsify/host_forms.h"
 
 namespace st::test {
 namespace {
@@ -54,9 +55,9 @@ std::vector<float> student_t3(int64_t n, uint64_t seed) {
 double ratio(const std::vector<float>& x, Variant v, int stages, double delta) {
   sidco::Workspace ws;
   const int64_t n = static_cast<int64_t>(x.size());
-  const sidco::Estimate e = sidco::estimate(x.data(), n, v, stages, delta, ws);
+  const sidco::Estimate e = sidco_estimate(x.data(), n, v, stages, delta, ws);
   std::vector<int32_t> sel;
-  sidco::select_above(x.data(), n, e, ws, sel);
+  sidco_select_above(x.data(), n, e, ws, sel);
   return static_cast<double>(sel.size()) / (delta * static_cast<double>(n));
 }
 
@@ -114,7 +115,7 @@ TEST(SidcoFit, FixedRatioStagesFollowFromDelta) {
   // sparsifier takes stages=0 and never adapts it.
   const std::vector<float> x = laplace(200000, 9);
   sidco::Workspace ws;
-  const sidco::Estimate e = sidco::estimate(x.data(), 200000, Variant::E, 0, 0.001, ws);
+  const sidco::Estimate e = sidco_estimate(x.data(), 200000, Variant::E, 0, 0.001, ws);
   EXPECT_EQ(e.stages, 5);
   const double r = ratio(x, Variant::E, 0, 0.001);
   EXPECT_GT(r, 0.7);
@@ -143,7 +144,7 @@ TEST(SidcoFit, SelectionIsStrictAndExact) {
   e.tau = 1.0f;
   sidco::Workspace ws;
   std::vector<int32_t> out;
-  sidco::select_above(x.data(), 5, e, ws, out);
+  sidco_select_above(x.data(), 5, e, ws, out);
   EXPECT_EQ(out, (std::vector<int32_t>{2, 4}));
 }
 
@@ -158,9 +159,9 @@ TEST(SidcoFit, ResultDoesNotDependOnTheThreadCount) {
     sidco::Workspace ws;
     const int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    const sidco::Estimate one = sidco::estimate(x.data(), 300'000, v, 3, 0.001, ws);
+    const sidco::Estimate one = sidco_estimate(x.data(), 300'000, v, 3, 0.001, ws);
     omp_set_num_threads(2);
-    const sidco::Estimate two = sidco::estimate(x.data(), 300'000, v, 3, 0.001, ws);
+    const sidco::Estimate two = sidco_estimate(x.data(), 300'000, v, 3, 0.001, ws);
     omp_set_num_threads(saved);
     EXPECT_EQ(one.tau, two.tau) << sidco::variant_name(v);
   }

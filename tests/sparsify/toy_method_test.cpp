@@ -1,19 +1,25 @@
-// A sparsification method added in this one file: the class, its --sp key and its registry
-// row (a static SparsifierRegistrar, as an out-of-tree method registers). Nothing else
-// names it, and the tests show what the row alone brings: the listing (text and JSON) and
-// the --sparsifier help, --sp validation with the one-line errors, the conformance checks
-// on 1 and 2 ranks, and the re-split rules for its per-rank state.
+// A sparsification method added in this one file: the class, its --sp key, a bulk pass of
+// its own (bulk/pass.h) and its registry row (a static SparsifierRegistrar, as an
+// out-of-tree method registers). Nothing else names it, and the tests show what the row
+// alone brings: the listing (text and JSON) and the --sparsifier help, --sp validation
+// with the one-line errors, the conformance checks on 1 and 2 ranks, the re-split rules
+// for its per-rank state, and its pass running on the CPU and on the emulated device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/device.h"
 #include "core/error.h"
+#include "sparsify/bulk/cpu_ops.h"
+#include "sparsify/bulk/emu_ops.h"
+#include "sparsify/bulk/pass.h"
 #include "sparsify/registry.h"
 #include "sparsify/resplit.h"
 #include "sparsify/sparsify_hook.h"
@@ -28,9 +34,31 @@ constexpr char kToy[] = "toy_topk";
 constexpr char kKeep[] = "keep";  // the method's one --sp key, spelled once
 constexpr char kToyState[] = "the threshold of each rank's own last selection";
 
-// Each rank keeps the keep x k largest |x| of the bucket (Top-k with a wider k) and
-// exchanges by union-allreduce. It remembers, per bucket, the threshold its own last
-// selection used: state that differs from rank to rank, which its row declares.
+// The method's own pass: m = |x| damped above `cap` (m = cap + (|x| - cap) / 2 there), so
+// a few huge entries do not crowd out the rest. A CPU body only: the emulated device runs
+// it on its stream; on CUDA it is refused in one line (Pass::on_cuda).
+class DampedMagnitudes final : public bulk::Pass {
+ public:
+  explicit DampedMagnitudes(float cap) : cap_(cap) {}
+  const char* name() const override { return "toy damped magnitudes"; }
+  bulk::PassResult on_host(const bulk::PassMemory& b) const override {
+    const float* x = b.f32(0);
+    float* m = b.f32(1);
+    for (int64_t i = 0; i < b.n(0); ++i) m[i] = damped(x[i], cap_);
+    return {};
+  }
+  static float damped(float x, float cap) {
+    const float a = std::abs(x);
+    return a > cap ? cap + (a - cap) / 2 : a;
+  }
+
+ private:
+  float cap_;
+};
+
+// Each rank keeps the keep x k largest damped |x| of the bucket (Top-k with a wider k,
+// ranked by its own pass) and exchanges by union-allreduce. It remembers, per bucket, the threshold
+// its own last selection used: state that differs from rank to rank, which its row declares.
 class ToyTopK : public Sparsifier {
  public:
   explicit ToyTopK(const SpValues& v) : keep_(v.get_int(kKeep)) {}
@@ -45,7 +73,9 @@ class ToyTopK : public Sparsifier {
     out.clear_scalars();
     ops.resize(out.values, bulk::Elem::F32, 0);
     const int64_t k = std::min<int64_t>(ctx.k * keep_, x.size());
-    out.threshold = ops.topk_abs(x, {0, x.size()}, k, out.indices);
+    ops.resize(magnitudes_, bulk::Elem::F32, x.size());
+    ops.run_pass(std::make_shared<DampedMagnitudes>(kCap), {&x, &magnitudes_});
+    out.threshold = ops.topk_abs(magnitudes_, {0, x.size()}, k, out.indices);
     last_threshold_[ctx.bucket] = static_cast<float>(out.threshold);
   }
   void save_state(StateWriter& out) const override {
@@ -55,9 +85,13 @@ class ToyTopK : public Sparsifier {
     in.get_buckets(last_threshold_, [](StateReader& r, float& t) { t = r.get<float>(); });
   }
 
+ public:
+  static constexpr float kCap = 0.01f;
+
  private:
   int64_t keep_;
   std::map<int, float> last_threshold_;
+  bulk::Buffer magnitudes_;  // scratch on the bucket's device
 };
 
 // Its row, the method's only declaration.
@@ -171,6 +205,44 @@ TEST(ToyMethod, ResplitKnowsItsPerRankState) {
   h.method = "topk";
   h.rule = started.bytes();
   EXPECT_EQ(resplit_refusal({h, h}, 4, fresh.bytes()), "");
+}
+
+// The pass on the CPU and, queued on its stream, on the emulated device: the same
+// selection, and the one a host loop over the damped magnitudes gives.
+TEST(ToyMethod, ItsOwnPassRunsOnTheCpuAndOnTheEmulatedDevice) {
+  const int64_t n = 3000;
+  const std::vector<float> x =
+      conformance::heavy_tailed_gradient(n, world().rank(), 0, 0).to_vector();
+  SelectContext ctx;
+  ctx.k = 25;
+  std::vector<std::vector<int32_t>> chosen;
+  std::vector<double> thresholds;
+  bulk::CpuOps cpu;
+  bulk::EmuOps emu(Device::emu(0));
+  for (bulk::Ops* ops : {static_cast<bulk::Ops*>(&cpu), static_cast<bulk::Ops*>(&emu)}) {
+    SCOPED_TRACE(ops->name());
+    ToyTopK toy(SpValues(kToy, ToyTopK::keys(), {{kKeep, "2"}}));
+    bulk::Buffer xb;
+    ops->upload(x.data(), bulk::Elem::F32, n, xb);
+    DeviceSelection out;
+    toy.select_on(*ops, ctx, xb, out);
+    std::vector<int32_t> idx(static_cast<size_t>(out.indices.size()));
+    ops->download(out.indices, 0, out.indices.size(), idx.data());
+    chosen.push_back(idx);
+    thresholds.push_back(out.threshold);
+  }
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  auto m = [&](int32_t i) { return DampedMagnitudes::damped(x[i], ToyTopK::kCap); };
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return m(a) > m(b); });
+  const float kth = m(order[49]);
+  ASSERT_GT(std::abs(x[static_cast<size_t>(order[49])]), ToyTopK::kCap) << "a damped threshold";
+  order.resize(50);
+  std::sort(order.begin(), order.end());
+  EXPECT_EQ(chosen[0], order) << "the CPU";
+  EXPECT_EQ(chosen[1], order) << "the emulated device";
+  EXPECT_EQ(thresholds[0], kth) << "the k-th damped magnitude, not the k-th |x|";
+  EXPECT_EQ(thresholds[1], kth);
 }
 
 }  // namespace

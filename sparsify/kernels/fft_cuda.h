@@ -10,7 +10,7 @@
 #include <map>
 #include <vector>
 
-#include "sparsify/bulk/bulk_ops.h"
+#include "sparsify/transform_pieces.h"
 
 namespace st::fft {
 

@@ -7,7 +7,7 @@
 #include "core/cuda/runtime.h"
 #include "core/cuda/stream.h"
 #include "core/storage.h"
-#include "sparsify/fft_cuda.h"
+#include "sparsify/kernels/fft_cuda.h"
 
 #define ST_CUFFT_CHECK(expr)                                                \
   do {                                                                      \

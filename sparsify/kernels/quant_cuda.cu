@@ -1,11 +1,8 @@
-#include <thrust/iterator/counting_iterator.h>
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_select.cuh>
-#include <cuda/std/functional>
+// The quantisation family's kernels (bulk/quant_cuda.cu; op_list.h, ST_BULK_QUANT_OPS).
+#include "sparsify/kernels/quant_cuda.h"
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -15,71 +12,10 @@
 #include "core/cuda/stream.h"
 #include "core/rng.h"
 #include "core/storage.h"
-#include "sparsify/kernels/quantize_cuda.h"
 
 namespace st {
 
 namespace {
-
-size_t align256(size_t b) {
-  return (b + 255) / 256 * 256;
-}
-
-// The device and its current stream for a pointer.
-struct On {
-  int dev;
-  cuda::DeviceGuard guard;
-  cudaStream_t stream;
-  explicit On(const void* p)
-      : dev(cuda::device_of(p)), guard(dev), stream(cuda::current_stream(dev)) {}
-};
-
-// ---- DGC ----
-
-__global__ void dgc_momentum_kernel(float m, const float* x, int64_t n, float* u, float* v,
-                                    float* seen) {
-  ST_GRID_STRIDE_LOOP(i, n) {
-    const float ui = m * u[i] + (x[i] - seen[i]);
-    u[i] = ui;
-    v[i] += ui;
-    seen[i] = x[i];
-  }
-}
-
-// ---- VGC ----
-
-// The test per element: v updated, flag = sent, sent_abs = |x| when sent (else 0).
-__global__ void vgc_test_kernel(const float* x, const float* aux, const float* grad, int64_t n,
-                                float inv_batch, float alpha, float zeta, float tau, float* v,
-                                char* flag, float* sent_abs) {
-  ST_GRID_STRIDE_LOOP(i, n) {
-    const float add = aux ? aux[i] : grad[i] * grad[i] * inv_batch;
-    const float vi = v[i] + add;
-    const float r = x[i];
-    const bool send = r * r > alpha * vi || (tau > 0 && fabsf(r) > tau);
-    v[i] = send ? 0.0f : vi * zeta;
-    flag[i] = send ? 1 : 0;
-    sent_abs[i] = send ? fabsf(r) : 0.0f;
-  }
-}
-
-__global__ void vgc_pack_kernel(const float* x, const int32_t* idx, int64_t m, float scale, int ib,
-                                uint32_t* packed, float* values) {
-  ST_GRID_STRIDE_LOOP(j, m) {
-    const uint32_t w = quant::vgc_encode(idx[j], x[idx[j]], scale, ib);
-    packed[j + 1] = w;
-    values[j] = quant::vgc_value(w, scale, ib);
-  }
-}
-
-__global__ void vgc_unpack_kernel(const uint32_t* words, int64_t m, int ib, int32_t* idx,
-                                  float* values) {
-  const float scale = __uint_as_float(words[0]);
-  ST_GRID_STRIDE_LOOP(j, m) {
-    idx[j] = quant::vgc_index(words[j + 1], ib);
-    values[j] = quant::vgc_value(words[j + 1], scale, ib);
-  }
-}
 
 // ---- Quantisers ----
 
@@ -225,7 +161,7 @@ __global__ void unpack_bits_kernel(const uint32_t* words, int64_t n, int bits, u
   }
 }
 
-// ---- Range-based float, magnitudes, pairs ----
+// ---- Range-based float, smallest magnitude ----
 
 __global__ void range_float_kernel(const float* v, int64_t n, quant::RangeFloat f, uint32_t* codes,
                                    float* value) {
@@ -254,127 +190,9 @@ __global__ void abs_min_nonzero_kernel(const float* x, int64_t n, unsigned int* 
   if ((threadIdx.x & 31) == 0) atomicMin(min_bits, mn);
 }
 
-__global__ void sq_magnitudes_kernel(const float* coef, int64_t nc, float* mag) {
-  ST_GRID_STRIDE_LOOP(j, nc) {
-    const float re = coef[2 * j], im = coef[2 * j + 1];
-    mag[j] = __fadd_rn(__fmul_rn(re, re), __fmul_rn(im, im));  // no FMA: the CPU's bits
-  }
-}
-
-__global__ void pair_indices_kernel(const int32_t* idx, int64_t m, int32_t* out) {
-  ST_GRID_STRIDE_LOOP(j, m) {
-    out[2 * j] = 2 * idx[j];
-    out[2 * j + 1] = 2 * idx[j] + 1;
-  }
-}
-
-// Accumulators of moments_kernel in device memory.
-struct DeviceMoments {
-  unsigned long long count;
-  double sum, sumsq, sumlog;
-  unsigned int min_bits;  // non-negative floats order like their bit patterns
-};
-
-__global__ void moments_kernel(const float* x, int64_t n, float tau, double log_scale,
-                               DeviceMoments* m) {
-  unsigned long long c = 0;
-  double s = 0, q = 0, l = 0;
-  float mn = INFINITY;
-  ST_GRID_STRIDE_LOOP(i, n) {
-    const float v = fabsf(x[i]);
-    if (v > tau) {
-      ++c;
-      s += v;
-      q += static_cast<double>(v) * v;
-      if (log_scale > 0) l += log(v * log_scale + 2.2e-16);
-      mn = fminf(mn, v);
-    }
-  }
-  // Warp reduction, then one atomic per warp.
-  for (int off = 16; off > 0; off >>= 1) {
-    c += __shfl_down_sync(0xffffffffu, c, off);
-    s += __shfl_down_sync(0xffffffffu, s, off);
-    q += __shfl_down_sync(0xffffffffu, q, off);
-    l += __shfl_down_sync(0xffffffffu, l, off);
-    mn = fminf(mn, __shfl_down_sync(0xffffffffu, mn, off));
-  }
-  if ((threadIdx.x & 31) == 0 && c > 0) {
-    atomicAdd(&m->count, c);
-    atomicAdd(&m->sum, s);
-    atomicAdd(&m->sumsq, q);
-    atomicAdd(&m->sumlog, l);
-    atomicMin(&m->min_bits, __float_as_uint(mn));
-  }
-}
-
 }  // namespace
 
 namespace quant {
-
-void dgc_momentum_cuda(float m, const float* x, int64_t n, float* u, float* v, float* seen) {
-  if (n <= 0) return;
-  On on(x);
-  dgc_momentum_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(m, x, n, u, v, seen);
-  ST_CUDA_CHECK_LAUNCH();
-}
-
-int64_t vgc_test_cuda(const float* x, const float* aux, const float* grad, int64_t n,
-                      float inv_batch, float alpha, float zeta, float tau, float* v, int32_t* out,
-                      float* max_sent) {
-  *max_sent = 0.0f;
-  if (n <= 0) return 0;
-  On on(x);
-  thrust::counting_iterator<int32_t> positions(0);
-  size_t select_bytes = 0, max_bytes = 0;
-  ST_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, select_bytes, positions,
-                                           static_cast<const char*>(nullptr), out,
-                                           static_cast<int64_t*>(nullptr), n, on.stream));
-  ST_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, max_bytes, static_cast<const float*>(nullptr),
-                                       static_cast<float*>(nullptr), n, on.stream));
-  const size_t flags = align256(static_cast<size_t>(n)),
-               absv = align256(4 * static_cast<size_t>(n));
-  const size_t temp = align256(std::max(select_bytes, max_bytes));
-  Storage scratch(flags + absv + temp + 16, Device::cuda(on.dev));
-  char* base = static_cast<char*>(scratch.data());
-  char* flag = base;
-  float* sent_abs = reinterpret_cast<float*>(base + flags);
-  void* temp_ptr = base + flags + absv;
-  auto* count_dev = reinterpret_cast<int64_t*>(base + flags + absv + temp);
-  auto* max_dev = reinterpret_cast<float*>(base + flags + absv + temp + 8);
-  vgc_test_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(
-      x, aux, grad, n, inv_batch, alpha, zeta, tau, v, flag, sent_abs);
-  ST_CUDA_CHECK_LAUNCH();
-  ST_CUDA_CHECK(cub::DeviceSelect::Flagged(temp_ptr, select_bytes, positions, flag, out, count_dev,
-                                           n, on.stream));
-  ST_CUDA_CHECK(cub::DeviceReduce::Max(temp_ptr, max_bytes, sent_abs, max_dev, n, on.stream));
-  ST_CUDA_CHECK(cudaStreamSynchronize(on.stream));
-  int64_t count = 0;
-  cuda::copy_bytes(&count, Device::cpu(), count_dev, Device::cuda(on.dev), sizeof(int64_t));
-  cuda::copy_bytes(max_sent, Device::cpu(), max_dev, Device::cuda(on.dev), sizeof(float));
-  return count;
-}
-
-void vgc_pack_cuda(const float* x, const int32_t* idx, int64_t m, float scale, int index_bits,
-                   uint32_t* packed, float* values) {
-  On on(packed);
-  uint32_t head;
-  std::memcpy(&head, &scale, 4);
-  ST_CUDA_CHECK(cudaMemcpyAsync(packed, &head, 4, cudaMemcpyHostToDevice, on.stream));
-  ST_CUDA_CHECK(cudaStreamSynchronize(on.stream));  // `head` lives on this stack frame
-  if (m <= 0) return;
-  vgc_pack_kernel<<<cuda::grid_for(m), cuda::kBlock, 0, on.stream>>>(x, idx, m, scale, index_bits,
-                                                                     packed, values);
-  ST_CUDA_CHECK_LAUNCH();
-}
-
-void vgc_unpack_cuda(const uint32_t* words, int64_t count, int index_bits, int32_t* idx,
-                     float* values) {
-  if (count <= 1) return;
-  On on(words);
-  vgc_unpack_kernel<<<cuda::grid_for(count - 1), cuda::kBlock, 0, on.stream>>>(
-      words, count - 1, index_bits, idx, values);
-  ST_CUDA_CHECK_LAUNCH();
-}
 
 namespace {
 
@@ -382,7 +200,7 @@ namespace {
 struct DeviceGroups {
   Groups g{};
   std::unique_ptr<Storage> starts;
-  DeviceGroups(const bulk::QuantSpec& q, int64_t n, const On& on) {
+  DeviceGroups(const bulk::QuantSpec& q, int64_t n, const cuda::OnDeviceOf& on) {
     g.n = n;
     g.chunk = q.chunk;
     g.count = q.groups(n);
@@ -402,7 +220,7 @@ struct DeviceGroups {
 void quantize_cuda(const bulk::QuantSpec& q, const float* x, int64_t n, float* scales,
                    uint32_t* codes, float* values) {
   if (n <= 0) return;
-  On on(x);
+  cuda::OnDeviceOf on(x);
   const DeviceGroups dg(q, n, on);
   group_scale_kernel<<<static_cast<unsigned>(dg.g.count), cuda::kBlock, 0, on.stream>>>(
       x, dg.g, q.kind, q.clip, scales);
@@ -416,7 +234,7 @@ void quantize_cuda(const bulk::QuantSpec& q, const float* x, int64_t n, float* s
 void dequantize_cuda(const bulk::QuantSpec& q, const uint32_t* codes, int64_t n,
                      const uint32_t* scale_words, float* values) {
   if (n <= 0) return;
-  On on(codes);
+  cuda::OnDeviceOf on(codes);
   const DeviceGroups dg(q, n, on);
   dequantize_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(
       codes, dg.g, q.kind, q.levels, q.bits(), scale_words, values);
@@ -426,7 +244,7 @@ void dequantize_cuda(const bulk::QuantSpec& q, const uint32_t* codes, int64_t n,
 
 void pack_bits_cuda(const uint32_t* codes, int64_t n, int bits, uint32_t* words) {
   if (n <= 0) return;
-  On on(words);
+  cuda::OnDeviceOf on(words);
   pack_bits_kernel<<<cuda::grid_for((n + 31) / 32), cuda::kBlock, 0, on.stream>>>(codes, n, bits,
                                                                                   words);
   ST_CUDA_CHECK_LAUNCH();
@@ -434,28 +252,28 @@ void pack_bits_cuda(const uint32_t* codes, int64_t n, int bits, uint32_t* words)
 
 void unpack_bits_cuda(const uint32_t* words, int64_t n, int bits, uint32_t* codes) {
   if (n <= 0) return;
-  On on(words);
+  cuda::OnDeviceOf on(words);
   unpack_bits_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(words, n, bits, codes);
   ST_CUDA_CHECK_LAUNCH();
 }
 
 void range_float_cuda(const float* v, int64_t n, RangeFloat f, uint32_t* codes, float* value) {
   if (n <= 0) return;
-  On on(v);
+  cuda::OnDeviceOf on(v);
   range_float_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(v, n, f, codes, value);
   ST_CUDA_CHECK_LAUNCH();
 }
 
 void range_float_decode_cuda(const uint32_t* codes, int64_t n, RangeFloat f, float* value) {
   if (n <= 0) return;
-  On on(codes);
+  cuda::OnDeviceOf on(codes);
   range_float_decode_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, on.stream>>>(codes, n, f, value);
   ST_CUDA_CHECK_LAUNCH();
 }
 
 float abs_min_nonzero_cuda(const float* x, int64_t n) {
   if (n <= 0) return 0.0f;
-  On on(x);
+  cuda::OnDeviceOf on(x);
   Storage acc(sizeof(unsigned int), Device::cuda(on.dev));
   const unsigned int init = 0x7F800000u;
   cuda::copy_bytes(acc.data(), Device::cuda(on.dev), &init, Device::cpu(), sizeof(init));
@@ -471,55 +289,6 @@ float abs_min_nonzero_cuda(const float* x, int64_t n) {
   return v;
 }
 
-void sq_magnitudes_cuda(const float* coef, int64_t ncoef, float* mag) {
-  if (ncoef <= 0) return;
-  On on(coef);
-  sq_magnitudes_kernel<<<cuda::grid_for(ncoef), cuda::kBlock, 0, on.stream>>>(coef, ncoef, mag);
-  ST_CUDA_CHECK_LAUNCH();
-}
-
-void pair_indices_cuda(const int32_t* idx, int64_t m, int32_t* out) {
-  if (m <= 0) return;
-  On on(idx);
-  pair_indices_kernel<<<cuda::grid_for(m), cuda::kBlock, 0, on.stream>>>(idx, m, out);
-  ST_CUDA_CHECK_LAUNCH();
-}
-
 }  // namespace quant
-
-namespace sidco {
-
-Moments moments_cuda(const float* x, int64_t n, float tau, double log_scale) {
-  Moments r;
-  if (n <= 0) return r;
-  const int dev = cuda::device_of(x);
-  cuda::DeviceGuard guard(dev);
-  const cudaStream_t s = cuda::current_stream(dev);
-  Storage acc(sizeof(DeviceMoments), Device::cuda(dev));
-  DeviceMoments init{0, 0, 0, 0, 0x7F800000u};  // +inf
-  cuda::copy_bytes(acc.data(), Device::cuda(dev), &init, Device::cpu(), sizeof(init));
-  moments_kernel<<<cuda::grid_for(n), cuda::kBlock, 0, s>>>(
-      x, n, tau, log_scale, static_cast<DeviceMoments*>(acc.data()));
-  ST_CUDA_CHECK_LAUNCH();
-  ST_CUDA_CHECK(cudaStreamSynchronize(s));
-  DeviceMoments m;
-  cuda::copy_bytes(&m, Device::cpu(), acc.data(), Device::cuda(dev), sizeof(m));
-  float mn;
-  std::memcpy(&mn, &m.min_bits, 4);
-  r.count = static_cast<int64_t>(m.count);
-  r.sum = m.sum;
-  r.sumsq = m.sumsq;
-  r.sumlog = m.sumlog;
-  r.min = m.count > 0 ? static_cast<double>(mn) : std::numeric_limits<double>::infinity();
-  return r;
-}
-
-Estimate estimate_cuda(const float* x, int64_t n, Variant variant, int stages, double delta) {
-  return estimate_with(n, variant, stages, delta, [x, n](float tau, double log_scale, bool) {
-    return moments_cuda(x, n, tau, log_scale);
-  });
-}
-
-}  // namespace sidco
 
 }  // namespace st

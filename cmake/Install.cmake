@@ -1,6 +1,6 @@
 # Install rules: `cmake --install build --prefix P` puts the sparsetrain CLI in P/bin, the
 # static folder libraries in P/lib, the public headers in P/include/sparsetrain (included
-# as "core/tensor.h", ...), the CMake package (find_package(sparsetrain CONFIG): targets
+# as <sparsetrain/core/tensor.h>, ...), the CMake package (find_package(sparsetrain CONFIG): targets
 # sparsetrain::sparsetrain, sparsetrain::core, ..., sparsetrain::conformance), a pkg-config
 # file and the documentation. CPack turns the same install into a Debian package.
 include(CMakePackageConfigHelpers)
@@ -57,13 +57,31 @@ set(ST_PUBLIC_HEADERS
     sparsify/bulk/timing_ops.h sparsify/testing/conformance.h
     train/checkpoint.h train/config.h train/config_check.h train/flags.h train/lm_trainer.h
     train/metrics.h train/run_folder.h train/trainer.h train/training_loop.h train/training_task.h)
-foreach(_h ${ST_PUBLIC_HEADERS})
-  get_filename_component(_dir ${_h} DIRECTORY)
-  install(FILES ${PROJECT_SOURCE_DIR}/${_h}
-          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sparsetrain/${_dir})
+# The public headers as the install has them (cmake/StageHeaders.cmake: project includes
+# rewritten to <sparsetrain/...>), staged in the build tree whenever one changes.
+set(_stage ${PROJECT_BINARY_DIR}/installed-include)
+set(_staged)
+set(_sources)
+foreach(_h ${ST_PUBLIC_HEADERS} core/version.h)
+  list(APPEND _staged ${_stage}/sparsetrain/${_h})
+  if(_h STREQUAL "core/version.h")
+    list(APPEND _sources ${PROJECT_BINARY_DIR}/generated/${_h})
+  else()
+    list(APPEND _sources ${PROJECT_SOURCE_DIR}/${_h})
+  endif()
 endforeach()
-install(FILES ${PROJECT_BINARY_DIR}/generated/core/version.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sparsetrain/core)
+file(WRITE ${PROJECT_BINARY_DIR}/installed-headers.txt "${ST_PUBLIC_HEADERS};core/version.h")
+add_custom_command(
+  OUTPUT ${_staged}
+  COMMAND ${CMAKE_COMMAND} -DST_SRC=${PROJECT_SOURCE_DIR}
+          -DST_GENERATED=${PROJECT_BINARY_DIR}/generated -DST_OUT=${_stage}
+          -DST_LIST=${PROJECT_BINARY_DIR}/installed-headers.txt
+          -P ${PROJECT_SOURCE_DIR}/cmake/StageHeaders.cmake
+  DEPENDS ${_sources} ${PROJECT_SOURCE_DIR}/cmake/StageHeaders.cmake
+          ${PROJECT_BINARY_DIR}/installed-headers.txt
+  COMMENT "Staging the public headers for the install (<sparsetrain/...> includes)")
+add_custom_target(st_staged_headers ALL DEPENDS ${_staged})
+install(DIRECTORY ${_stage}/sparsetrain DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # The CMake package.
 install(EXPORT sparsetrainTargets NAMESPACE sparsetrain:: DESTINATION ${ST_CMAKE_DIR})

@@ -10,7 +10,7 @@ target_compile_options(st_warnings INTERFACE
 # st_add_library(name SOURCES... CUDA_SOURCES... NO_CUDA_SOURCES... DEPS...): one folder's
 # static library, installed and exported as sparsetrain::<name without st_>
 # (cmake/Install.cmake); headers are included as "folder/file.h" from the source root
-# in the build and from include/sparsetrain in an install.
+# in the build, and as <sparsetrain/folder/file.h> from include/ in an install.
 function(st_add_library name)
   cmake_parse_arguments(A "" "" "SOURCES;CUDA_SOURCES;NO_CUDA_SOURCES;DEPS" ${ARGN})
   set(srcs ${A_SOURCES})
@@ -21,7 +21,7 @@ function(st_add_library name)
   endif()
   add_library(${name} STATIC ${srcs})
   target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
-                                            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/sparsetrain>)
+                                            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(${name} PUBLIC ${A_DEPS} PRIVATE $<BUILD_INTERFACE:st_warnings>)
   target_compile_features(${name} PUBLIC cxx_std_20)  # consumers of the install too
   string(REGEX REPLACE "^st_" "" export_name ${name})

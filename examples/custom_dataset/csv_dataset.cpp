@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "data/dataset.h"
-#include "data/registry.h"
+#include <sparsetrain/core/error.h>
+#include <sparsetrain/data/dataset.h>
+#include <sparsetrain/data/registry.h>
 
 namespace {
 

@@ -10,11 +10,11 @@
 #include <fstream>
 #include <memory>
 
-#include "comm/communicator.h"
-#include "comm/mpi_communicator.h"
-#include "comm/mpi_env.h"
-#include "core/rng.h"
-#include "train/trainer.h"
+#include <sparsetrain/comm/communicator.h>
+#include <sparsetrain/comm/mpi_communicator.h>
+#include <sparsetrain/comm/mpi_env.h>
+#include <sparsetrain/core/rng.h>
+#include <sparsetrain/train/trainer.h>
 
 namespace {
 

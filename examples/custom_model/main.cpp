@@ -8,12 +8,12 @@
 #include <memory>
 #include <string>
 
-#include "comm/communicator.h"
-#include "comm/mpi_communicator.h"
-#include "comm/mpi_env.h"
-#include "core/build_info.h"
-#include "models/registry.h"
-#include "train/trainer.h"
+#include <sparsetrain/comm/communicator.h>
+#include <sparsetrain/comm/mpi_communicator.h>
+#include <sparsetrain/comm/mpi_env.h>
+#include <sparsetrain/core/build_info.h>
+#include <sparsetrain/models/registry.h>
+#include <sparsetrain/train/trainer.h>
 
 int main(int argc, char** argv) {
   st::set_mpi_env_defaults();

@@ -3,16 +3,16 @@
 // --arch tiny_resnet next to the built-in architectures.
 #include <memory>
 
-#include "layers/batchnorm2d.h"
-#include "layers/conv2d.h"
-#include "layers/flatten.h"
-#include "layers/linear.h"
-#include "layers/pooling.h"
-#include "layers/relu.h"
-#include "layers/sequential.h"
-#include "models/blocks.h"
-#include "models/model_init.h"
-#include "models/registry.h"
+#include <sparsetrain/layers/batchnorm2d.h>
+#include <sparsetrain/layers/conv2d.h>
+#include <sparsetrain/layers/flatten.h>
+#include <sparsetrain/layers/linear.h>
+#include <sparsetrain/layers/pooling.h>
+#include <sparsetrain/layers/relu.h>
+#include <sparsetrain/layers/sequential.h>
+#include <sparsetrain/models/blocks.h>
+#include <sparsetrain/models/model_init.h>
+#include <sparsetrain/models/registry.h>
 
 namespace {
 

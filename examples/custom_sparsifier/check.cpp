@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <memory>
 
-#include "comm/communicator.h"
-#include "comm/mpi_communicator.h"
-#include "comm/mpi_env.h"
-#include "sparsify/registry.h"
-#include "sparsify/testing/conformance.h"
+#include <sparsetrain/comm/communicator.h>
+#include <sparsetrain/comm/mpi_communicator.h>
+#include <sparsetrain/comm/mpi_env.h>
+#include <sparsetrain/sparsify/registry.h>
+#include <sparsetrain/sparsify/testing/conformance.h>
 
 int main() {
   st::set_mpi_env_defaults();

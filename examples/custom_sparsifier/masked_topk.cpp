@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "core/rng.h"
-#include "sparsify/registry.h"
-#include "sparsify/sparsifier.h"
+#include <sparsetrain/core/rng.h>
+#include <sparsetrain/sparsify/registry.h>
+#include <sparsetrain/sparsify/sparsifier.h>
 
 namespace {
 

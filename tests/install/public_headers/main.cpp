@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/build_info.h"
-#include "core/version.h"
-#include "sparsify/registry.h"
+#include <sparsetrain/core/build_info.h>
+#include <sparsetrain/core/version.h>
+#include <sparsetrain/sparsify/registry.h>
 
 int main() {
   const st::BuildInfo& b = st::build_info();

@@ -62,11 +62,6 @@ bool on_emu_host_thread(const Tensor& t) {
 
 }  // namespace
 
-std::vector<Param*>*& grad_ready_sink() {
-  thread_local std::vector<Param*>* sink = nullptr;
-  return sink;
-}
-
 std::string to_string(const TensorSpec& spec) {
   std::ostringstream s;
   s << dtype_name(spec.dtype) << spec.shape << (spec.layout == Layout::Plain ? "" : " blocked");

@@ -39,8 +39,12 @@ struct Param {
 // Where announcements go inside a layer's queued backward on the emulated device: the host
 // has announced the layer's gradients already, in stream order after the task
 // (layers/layer.cpp), so the task's own calls are collected here and checked against them.
-// Null everywhere else.
-std::vector<Param*>*& grad_ready_sink();
+// Null everywhere else. One per thread (an inline function's thread_local is one object
+// across the program).
+inline std::vector<Param*>*& grad_ready_sink() {
+  thread_local std::vector<Param*>* sink = nullptr;
+  return sink;
+}
 
 inline void Param::mark_grad_ready() {
   if (std::vector<Param*>* sink = grad_ready_sink()) return sink->push_back(this);

@@ -33,10 +33,10 @@ set(ST_PUBLIC_HEADERS
     core/output_paths.h
     core/parallel.h core/rng.h core/safetensors.h core/shape.h core/storage.h core/tensor.h
     core/stream_sync.h core/timer.h core/upload.h core/kernels/conv_onednn.h core/kernels/half.h
-    core/kernels/im2col.h
+    core/kernels/im2col.h core/kernels/math.h core/kernels/pointwise_ops.h
     layers/batchnorm2d.h layers/conv2d.h layers/dropout.h layers/embedding.h
     layers/flat_params.h layers/flatten.h layers/init.h layers/layer.h layers/linear.h
-    layers/lstm.h layers/param.h layers/pooling.h layers/precision.h layers/relu.h
+    layers/lstm.h layers/param.h layers/pooling.h layers/pointwise.h layers/precision.h
     layers/sequential.h layers/softmax_cross_entropy.h
     models/blocks.h models/global_max_pool.h models/lstm_lm.h models/model_init.h
     models/registry.h models/resnet_cifar.h models/resnet_imagenet.h models/shortcut_pad.h

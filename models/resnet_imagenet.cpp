@@ -8,7 +8,7 @@
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/pooling.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 #include "layers/sequential.h"
 #include "models/blocks.h"
 #include "models/model_init.h"

@@ -14,7 +14,7 @@
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/precision.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 #include "models/blocks.h"
 #include "models/shortcut_pad.h"
 #include "tests/gradcheck.h"

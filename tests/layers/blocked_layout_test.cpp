@@ -13,7 +13,7 @@
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/pooling.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 #include "models/registry.h"
 #include "models/shortcut_pad.h"
 #include "tests/gradcheck.h"

@@ -15,7 +15,7 @@
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/pooling.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 #include "layers/sequential.h"
 #include "models/registry.h"
 #include "tests/gradcheck.h"

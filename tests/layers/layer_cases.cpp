@@ -11,8 +11,8 @@
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/lstm.h"
+#include "layers/pointwise.h"
 #include "layers/pooling.h"
-#include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/global_max_pool.h"
@@ -289,6 +289,8 @@ std::vector<LayerCase> gradient_check_rows() {
   };
   const std::vector<LayerCase> simple_rows = {
       grad_row("ReLU", simple<ReLU>(), {2, 3, 4, 4}),
+      grad_row("Sigmoid", simple<Sigmoid>(), {2, 3, 4, 4}),
+      grad_row("GELU", simple<GELU>(), {2, 3, 4, 4}),
       grad_row("MaxPool2d", simple<MaxPool2d>(3, 2, 1), {2, 2, 7, 7}),
       grad_row("AvgPool2d", simple<AvgPool2d>(2, 2), {2, 3, 6, 6}),
       grad_row("AvgPool2dPadded", simple<AvgPool2d>(3, 2, 1), {2, 2, 5, 5}),
@@ -390,6 +392,9 @@ std::vector<LayerCase> cuda_rows() {
   };
   std::vector<LayerCase> rows = {
       device_row("ReLU", simple<ReLU>(), {4, 3, 9, 9}, kExact),
+      // CUDA's exp and erf differ from the host's by a few ulp.
+      device_row("Sigmoid", simple<Sigmoid>(), {4, 3, 9, 9}),
+      device_row("GELU", simple<GELU>(), {4, 3, 9, 9}),
       device_row("DropoutTrainingDropsSameElements", simple<Dropout>(0.3f, uint64_t{99}), {4, 1000},
                  kExact),
       dropout_eval,

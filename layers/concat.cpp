@@ -1,6 +1,7 @@
 #include "layers/concat.h"
 
 #include "core/channel_ops.h"
+#include "core/layout.h"
 #include "core/ops.h"
 
 namespace st {
@@ -23,11 +24,10 @@ Tensor Concat::route_forward(const Tensor& x) {
   out_shapes_.clear();
   int64_t channels = 0;
   for (auto& [name, branch] : branches_) {
-    ys.push_back(branch->forward(x));
+    ys.push_back(to_plain(branch->forward(x)));  // the join copies plain NCHW planes
     const Tensor& y = ys.back();
-    ST_CHECK(y.rank() == 4 && y.layout() == Layout::Plain && y.dtype() == ys.front().dtype() &&
-                 y.dim(0) == ys.front().dim(0) && y.dim(2) == ys.front().dim(2) &&
-                 y.dim(3) == ys.front().dim(3),
+    ST_CHECK(y.rank() == 4 && y.dtype() == ys.front().dtype() && y.dim(0) == ys.front().dim(0) &&
+                 y.dim(2) == ys.front().dim(2) && y.dim(3) == ys.front().dim(3),
              describe(), ": branch ", name, " gives ", y.str(), ", which does not join ",
              ys.front().str(), " on channels");
     out_shapes_.push_back(y.shape());
@@ -45,7 +45,8 @@ Tensor Concat::route_forward(const Tensor& x) {
 }
 
 // Each branch gets its slice of dy; the input gradients of the branches add.
-Tensor Concat::route_backward(const Tensor& dy) {
+Tensor Concat::route_backward(const Tensor& dy_in) {
+  const Tensor dy = to_plain(dy_in);
   ST_CHECK(!out_shapes_.empty(), describe(), ": backward without a forward");
   Tensor dx;
   int64_t c0 = 0;

@@ -1,6 +1,7 @@
 #include "layers/squeeze_excite.h"
 
 #include "core/channel_ops.h"
+#include "core/layout.h"
 #include "core/ops.h"
 #include "layers/conv2d.h"
 #include "layers/pointwise.h"
@@ -19,7 +20,9 @@ SqueezeExcite::SqueezeExcite(int64_t channels, int64_t reduced, Rng& rng)
   squeeze_->add("", std::make_unique<Sigmoid>());
 }
 
-Tensor SqueezeExcite::route_forward(const Tensor& x) {
+// The channel ops walk plain NCHW planes: a blocked input (core/layout.h) is made plain.
+Tensor SqueezeExcite::route_forward(const Tensor& x_in) {
+  const Tensor x = to_plain(x_in);
   ST_CHECK(x.rank() == 4 && x.dim(1) == channels_, describe(), ": expected an input [N, ",
            channels_, ", H, W], got ", x.str());
   x_ = x;
@@ -27,7 +30,8 @@ Tensor SqueezeExcite::route_forward(const Tensor& x) {
   return channel_scale(x, s_);
 }
 
-Tensor SqueezeExcite::route_backward(const Tensor& dy) {
+Tensor SqueezeExcite::route_backward(const Tensor& dy_in) {
+  const Tensor dy = to_plain(dy_in);
   ST_CHECK(s_.defined(), describe(), ": backward without a forward");
   Tensor dx = channel_scale(dy, s_);
   add_inplace(dx, squeeze_->backward(channel_dot(dy, x_)));

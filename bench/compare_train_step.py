@@ -6,8 +6,9 @@ per-round ratios with their median and spread, and each side's achieved GFLOP/s 
 fraction of this machine's fp32 FMA peak (bench/peak_bench, run once first; the FLOP
 count is torch_train_step.forward_flops, the same for both sides). Both
 sides build the same network at its natural input size: CIFAR ResNets at 32x32, ImageNet
-ResNets at 224x224 against torchvision's models; an arch without a PyTorch twin is
-refused (bench/torch_train_step.py PEERS).
+ResNets at 224x224 against torchvision's models, GoogLeNet, SENet-18 and SE-ResNet-18 at
+32x32 against bench/torch_cifar_models.py; an arch without a PyTorch twin is refused
+(bench/torch_train_step.py PEERS).
 
   /usr/bin/python3 bench/compare_train_step.py --build build [--arch resnet20] [--rounds 3]
   /usr/bin/python3 bench/compare_train_step.py --arch resnet50 --batch 16 --reps 3 --rounds 2

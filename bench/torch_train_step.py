@@ -1,7 +1,8 @@
 """PyTorch peer of bench/train_step_bench.cpp: the same model, batch, input size and SGD
 settings; median step time and peak RSS. CIFAR ResNets (He et al. 2016, option-A
 shortcuts) are built here; ImageNet ResNets are torchvision's own models, which ours
-reproduce layer for layer. Other archs have no peer and are refused (PEERS).
+reproduce layer for layer; the CIFAR GoogLeNet, SENet-18 and SE-ResNet-18 are the twins
+of bench/torch_cifar_models.py. Other archs have no peer and are refused (PEERS).
 --autocast bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16),
 PyTorch's CPU mixed precision (convolutions and linear layers in bf16 through oneDNN)."""
 import contextlib
@@ -17,7 +18,8 @@ import torch.nn.functional as F
 # --arch -> (family, natural input side). vgg* and resnet18_cifar are CIFAR variants with
 # no torchvision twin (torchvision's vgg16 is the ImageNet one), so they are left out.
 PEERS = {**{f"resnet{d}": ("cifar", 32) for d in (20, 32, 44, 56, 110)},
-         **{f"resnet{d}": ("imagenet", 224) for d in (18, 34, 50, 101, 152)}}
+         **{f"resnet{d}": ("imagenet", 224) for d in (18, 34, 50, 101, 152)},
+         **{arch: ("twin", 32) for arch in ("googlenet", "senet18", "se_resnet18")}}
 
 
 class PadShortcut(nn.Module):
@@ -65,6 +67,9 @@ class ResNetCifar(nn.Module):
 
 def build(arch, classes=10):
     family, _ = PEERS[arch]
+    if family == "twin":
+        import torch_cifar_models
+        return torch_cifar_models.build(arch, classes)
     depth = int(arch.replace("resnet", ""))
     if family == "cifar":
         return ResNetCifar((depth - 2) // 6, classes)

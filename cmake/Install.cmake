@@ -29,17 +29,17 @@ install(TARGETS sparsetrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # (CUDA kernels and runtime, MPI checks, decoders, selection kernels) stay out;
 # tests/install/public_headers_test compiles every installed header on its own.
 set(ST_PUBLIC_HEADERS
-    core/build_info.h core/device.h core/dtype.h core/error.h core/host_device.h core/number_text.h core/ops.h
+    core/build_info.h core/device.h core/dtype.h core/error.h core/host_device.h core/number_text.h core/ops.h core/channel_ops.h
     core/output_paths.h
     core/parallel.h core/rng.h core/safetensors.h core/shape.h core/storage.h core/tensor.h
     core/stream_sync.h core/timer.h core/upload.h core/kernels/conv_onednn.h core/kernels/half.h
-    core/kernels/im2col.h
+    core/kernels/im2col.h core/kernels/math.h core/kernels/pointwise_ops.h
     layers/batchnorm2d.h layers/conv2d.h layers/dropout.h layers/embedding.h
     layers/flat_params.h layers/flatten.h layers/init.h layers/layer.h layers/linear.h
-    layers/lstm.h layers/param.h layers/pooling.h layers/precision.h layers/relu.h
-    layers/sequential.h layers/softmax_cross_entropy.h
+    layers/lstm.h layers/param.h layers/pooling.h layers/pointwise.h layers/precision.h
+    layers/sequential.h layers/softmax_cross_entropy.h layers/concat.h layers/squeeze_excite.h
     models/blocks.h models/global_max_pool.h models/lstm_lm.h models/model_init.h
-    models/registry.h models/resnet_cifar.h models/resnet_imagenet.h models/shortcut_pad.h
+    models/googlenet.h models/registry.h models/resnet_cifar.h models/senet.h models/resnet_imagenet.h models/shortcut_pad.h
     models/small_cnn.h models/vgg.h
     data/cifar.h data/dataset.h data/device_prefetch.h data/image.h data/image_folder.h
     data/loader.h data/mnist.h data/packed.h data/registry.h data/resize.h data/sample_rng.h

@@ -4,7 +4,7 @@
 
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 #include "layers/sequential.h"
 
 namespace st {

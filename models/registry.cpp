@@ -3,8 +3,10 @@
 #include <functional>
 #include <sstream>
 
+#include "models/googlenet.h"
 #include "models/resnet_cifar.h"
 #include "models/resnet_imagenet.h"
+#include "models/senet.h"
 #include "models/small_cnn.h"
 #include "models/vgg.h"
 
@@ -42,6 +44,12 @@ std::vector<Entry>& entries() {
       {{"resnet110", "CIFAR ResNet-110 (option A), 1.7M params", 32}, cifar(110)},
       {{"resnet18_cifar", "CIFAR ResNet-18 of MiCRO/ExDyna (kuangliu), 11.2M params", 32},
        [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_resnet18(k, c, rng); }},
+      {{"googlenet", "CIFAR GoogLeNet of MiCRO/ExDyna/SIDCo (kuangliu), 6.2M params", 32},
+       [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_googlenet(k, c, rng); }},
+      {{"senet18", "CIFAR SENet-18 of MiCRO/ExDyna/SIDCo (kuangliu), 11.3M params", 32},
+       [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_senet18(k, c, rng); }},
+      {{"se_resnet18", "CIFAR ResNet-18 with squeeze-and-excitation, 11.3M params", 32},
+       [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_se_resnet18(k, c, rng); }},
       {{"vgg11", "CIFAR VGG-11 with BatchNorm", 32}, vgg(11)},
       {{"vgg13", "CIFAR VGG-13 with BatchNorm", 32}, vgg(13)},
       {{"vgg16", "CIFAR VGG-16 with BatchNorm, 14.7M params", 32}, vgg(16)},

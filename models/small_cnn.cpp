@@ -6,8 +6,8 @@
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
+#include "layers/pointwise.h"
 #include "layers/pooling.h"
-#include "layers/relu.h"
 #include "layers/sequential.h"
 
 namespace st {

@@ -7,8 +7,8 @@
 #include <sparsetrain/layers/conv2d.h>
 #include <sparsetrain/layers/flatten.h>
 #include <sparsetrain/layers/linear.h>
+#include <sparsetrain/layers/pointwise.h>
 #include <sparsetrain/layers/pooling.h>
-#include <sparsetrain/layers/relu.h>
 #include <sparsetrain/layers/sequential.h>
 #include <sparsetrain/models/blocks.h>
 #include <sparsetrain/models/model_init.h>

@@ -13,6 +13,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
   fail "models --json --classes 10: $(cat "$tmp/ten.err")"
 grep -q '^{"name":"resnet18_cifar","params":11173962,' "$tmp/ten.jsonl" ||
   fail "no resnet18_cifar line with 11173962 params: $(cat "$tmp/ten.jsonl")"
+# The counts of the MiCRO/ExDyna/SIDCo run scripts (bench/torch_cifar_models.py count).
+for row in googlenet:6166250 senet18:11260354 se_resnet18:11263042; do
+  grep -q "^{\"name\":\"${row%%:*}\",\"params\":${row#*:}," "$tmp/ten.jsonl" ||
+    fail "no ${row%%:*} line with ${row#*:} params: $(cat "$tmp/ten.jsonl")"
+done
 # One JSON object per line, every line a row.
 [[ $(grep -vc '^{"name":".*}$' "$tmp/ten.jsonl") -eq 0 ]] ||
   fail "a line that is not one JSON object: $(cat "$tmp/ten.jsonl")"
@@ -21,6 +26,10 @@ grep -q '^{"name":"resnet18_cifar","params":11173962,' "$tmp/ten.jsonl" ||
   fail "models --json --classes 100: $(cat "$tmp/hundred.err")"
 grep -q '^{"name":"resnet18_cifar","params":11220132,"image_size":32,"classes":100,"channels":3,' \
   "$tmp/hundred.jsonl" || fail "no resnet18_cifar line with 11220132 params: $(cat "$tmp/hundred.jsonl")"
+for row in googlenet:6258500 senet18:11306524 se_resnet18:11309212; do
+  grep -q "^{\"name\":\"${row%%:*}\",\"params\":${row#*:},\"image_size\":32,\"classes\":100," \
+    "$tmp/hundred.jsonl" || fail "no ${row%%:*} line with ${row#*:} params: $(cat "$tmp/hundred.jsonl")"
+done
 
 "$bin" models >"$tmp/text.txt" 2>"$tmp/text.err" || fail "models: $(cat "$tmp/text.err")"
 grep -Eq '^resnet18_cifar +11,173,962 +32x32 ' "$tmp/text.txt" ||

@@ -13,7 +13,7 @@
 #include "comm/communicator.h"
 #include "comm/reducer.h"
 #include "layers/linear.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 #include "layers/sequential.h"
 #include "tests/comm/mpi_test_run.h"
 

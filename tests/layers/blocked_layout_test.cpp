@@ -5,15 +5,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 
 #include "core/kernels/conv_onednn.h"
 #include "core/layout.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "layers/batchnorm2d.h"
+#include "layers/concat.h"
 #include "layers/conv2d.h"
+#include "layers/pointwise.h"
 #include "layers/pooling.h"
-#include "layers/relu.h"
+#include "layers/squeeze_excite.h"
 #include "models/registry.h"
 #include "models/shortcut_pad.h"
 #include "tests/gradcheck.h"
@@ -52,6 +56,32 @@ TEST(BlockedLayout, ConversionPutsSixteenChannelsInnermostAndBack) {
   const Tensor back = to_plain(b);
   EXPECT_EQ(back.to_vector(), x.to_vector());
   EXPECT_TRUE(to_layout(b, Layout::Blocked16).shares_storage(b));  // no copy when already there
+}
+
+// Concat and SqueezeExcite make a blocked input and gradient plain for their channel ops:
+// the same output and input gradient as from plain tensors.
+TEST(BlockedLayout, ConcatAndSqueezeExciteTakeEitherLayout) {
+  Rng rng(4);
+  auto concat = [] {
+    auto join = std::make_unique<Concat>();
+    join->add("a", std::make_unique<ReLU>()).add("b", std::make_unique<Sigmoid>());
+    return join;
+  };
+  auto se = [] {
+    Rng init(5);
+    return std::make_unique<SqueezeExcite>(32, 2, init);
+  };
+  for (const auto& make : {std::function<LayerPtr()>(concat), std::function<LayerPtr()>(se)}) {
+    LayerPtr plain = make(), blocked = make();
+    const Tensor x = random_tensor({2, 32, 3, 3}, rng);
+    const Tensor y = plain->forward(x);
+    const Tensor yb = blocked->forward(to_layout(x, Layout::Blocked16));
+    EXPECT_EQ(plain_values(yb), y.to_vector()) << plain->describe();
+    const Tensor dy = random_tensor(y.shape(), rng);
+    const Tensor dx = plain->backward(dy);
+    const Tensor dxb = blocked->backward(to_layout(dy, Layout::Blocked16));
+    EXPECT_EQ(plain_values(dxb), dx.to_vector()) << plain->describe();
+  }
 }
 
 TEST(BlockedLayout, ReadingBlockedMemoryAsNchwThrows) {

@@ -7,6 +7,7 @@
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
+#include "layers/pointwise.h"
 #include "layers/pooling.h"
 #include "layers/softmax_cross_entropy.h"
 
@@ -54,6 +55,20 @@ TEST(KnownValues, MaxAndAvgPool) {
   // The max-pool gradient goes to the arg-max only.
   Tensor dx = mp.backward(Tensor::from_vector({1, 2, 3, 4}, {1, 1, 2, 2}));
   expect_values(dx, {0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 3, 0, 0, 0});
+}
+
+// torch.sigmoid and torch.nn.functional.gelu (exact erf form) at the same points, and
+// their derivatives: sigma' = sigma (1 - sigma), gelu' = Phi(x) + x phi(x).
+TEST(KnownValues, SigmoidAndGelu) {
+  const Tensor x = Tensor::from_vector({-1.0f, 0.0f, 1.0f, 2.0f}, {4});
+  Sigmoid sigmoid;
+  expect_values(sigmoid.forward(x), {0.26894142f, 0.5f, 0.73105858f, 0.88079708f});
+  expect_values(sigmoid.backward(Tensor::from_vector({1, 1, 1, 1}, {4})),
+                {0.19661193f, 0.25f, 0.19661193f, 0.10499359f});
+  GELU gelu;
+  expect_values(gelu.forward(x), {-0.15865525f, 0.0f, 0.84134475f, 1.95449974f});
+  expect_values(gelu.backward(Tensor::from_vector({1, 1, 1, 1}, {4})),
+                {-0.08331547f, 0.5f, 1.08331547f, 1.08523453f});
 }
 
 TEST(KnownValues, BatchNormTrainAndRunningStats) {

@@ -6,15 +6,17 @@
 #include <set>
 
 #include "layers/batchnorm2d.h"
+#include "layers/concat.h"
 #include "layers/dropout.h"
 #include "layers/embedding.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/lstm.h"
+#include "layers/pointwise.h"
 #include "layers/pooling.h"
-#include "layers/relu.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "layers/squeeze_excite.h"
 #include "models/global_max_pool.h"
 #include "models/lstm_lm.h"
 #include "models/shortcut_pad.h"
@@ -258,6 +260,31 @@ LayerPtr residual_identity_block() {
   return std::make_unique<Residual>(std::move(main));
 }
 
+// An Inception-style join (Szegedy et al. 2015): a 1x1 branch, a 1x1 -> 3x3 branch with
+// BatchNorm and ReLU, and a 3x3 max-pool -> 1x1 branch, concatenated on channels.
+LayerPtr concat_block() {
+  Rng rng(14);
+  auto join = std::make_unique<Concat>();
+  auto b1 = std::make_unique<Sequential>();
+  b1->add("0", std::make_unique<Conv2d>(3, 2, 1, 1, 0, true, rng));
+  auto b2 = std::make_unique<Sequential>();
+  b2->add("0", std::make_unique<Conv2d>(3, 2, 1, 1, 0, true, rng));
+  b2->add("1", std::make_unique<BatchNorm2d>(2));
+  b2->add("2", std::make_unique<ReLU>());
+  b2->add("3", std::make_unique<Conv2d>(2, 3, 3, 1, 1, true, rng));
+  auto b3 = std::make_unique<Sequential>();
+  b3->add("0", std::make_unique<MaxPool2d>(3, 1, 1));
+  b3->add("1", std::make_unique<Conv2d>(3, 1, 1, 1, 0, true, rng));
+  join->add("b1", std::move(b1)).add("b2", std::move(b2)).add("b3", std::move(b3));
+  return join;
+}
+
+// Squeeze-and-excitation (Hu et al. 2018) over 8 channels reduced to 2.
+LayerPtr squeeze_excite_block() {
+  Rng rng(15);
+  return std::make_unique<SqueezeExcite>(8, 2, rng);
+}
+
 std::vector<LayerCase> sequence_rows() {
   GradCheckOptions no_input;
   no_input.check_input = false;  // token ids have no gradient
@@ -289,6 +316,8 @@ std::vector<LayerCase> gradient_check_rows() {
   };
   const std::vector<LayerCase> simple_rows = {
       grad_row("ReLU", simple<ReLU>(), {2, 3, 4, 4}),
+      grad_row("Sigmoid", simple<Sigmoid>(), {2, 3, 4, 4}),
+      grad_row("GELU", simple<GELU>(), {2, 3, 4, 4}),
       grad_row("MaxPool2d", simple<MaxPool2d>(3, 2, 1), {2, 2, 7, 7}),
       grad_row("AvgPool2d", simple<AvgPool2d>(2, 2), {2, 3, 6, 6}),
       grad_row("AvgPool2dPadded", simple<AvgPool2d>(3, 2, 1), {2, 2, 5, 5}),
@@ -304,6 +333,8 @@ std::vector<LayerCase> gradient_check_rows() {
       grad_row("Flatten", simple<Flatten>(), {2, 3, 2, 2}),
       grad_row("ResidualAddAndSequential", residual_projection_block, {3, 3, 6, 6}, small_eps),
       grad_row("ResidualIdentity", residual_identity_block, {2, 3, 4, 4}),
+      grad_row("ConcatInceptionBranches", concat_block, {2, 3, 5, 5}, small_eps),
+      grad_row("SqueezeExcite", squeeze_excite_block, {2, 8, 3, 3}),
       seeded(grad_row("GlobalMaxPool2d", simple<GlobalMaxPool2d>(), {2, 3, 4, 5}), 13),
       seeded(grad_row("ShortcutPadA", simple<ShortcutPadA>(2, 4, 2), {2, 2, 5, 5}), 11),
       seeded(grad_row("ShortcutPadAStride1", simple<ShortcutPadA>(3, 5, 1), {2, 3, 4, 4}), 12)};
@@ -390,6 +421,9 @@ std::vector<LayerCase> cuda_rows() {
   };
   std::vector<LayerCase> rows = {
       device_row("ReLU", simple<ReLU>(), {4, 3, 9, 9}, kExact),
+      // CUDA's exp and erf differ from the host's by a few ulp.
+      device_row("Sigmoid", simple<Sigmoid>(), {4, 3, 9, 9}),
+      device_row("GELU", simple<GELU>(), {4, 3, 9, 9}),
       device_row("DropoutTrainingDropsSameElements", simple<Dropout>(0.3f, uint64_t{99}), {4, 1000},
                  kExact),
       dropout_eval,
@@ -404,7 +438,9 @@ std::vector<LayerCase> cuda_rows() {
       conv_row("Conv2d3x3Stride2NoBias", conv(8, 4, 6, 3, 2, 1, false), {3, 4, 9, 9}),
       conv_row("Conv2d1x1Pointwise", conv(9, 8, 4, 1, 1, 0, true), {2, 8, 6, 6}),
       conv_row("Conv2d7x7Stride2Pad3", conv(10, 3, 4, 7, 2, 3, false), {2, 3, 16, 16}),
-      device_row("SmallNetworkTrainingStep", small_network, {4, 3, 8, 8}, kConvTol)};
+      device_row("SmallNetworkTrainingStep", small_network, {4, 3, 8, 8}, kConvTol),
+      device_row("ConcatInceptionBranches", concat_block, {3, 3, 7, 7}, kConvTol),
+      device_row("SqueezeExcite", squeeze_excite_block, {3, 8, 5, 5}, kConvTol)};
   for (LayerCase& c : cuda_normalisation_rows()) rows.push_back(std::move(c));
   for (LayerCase& c : mixed_precision_rows()) rows.push_back(std::move(c));
   return rows;

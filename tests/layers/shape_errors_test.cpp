@@ -1,10 +1,15 @@
 // A wrong shape names the layer and both shapes.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "layers/batchnorm2d.h"
+#include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/linear.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
+#include "layers/pooling.h"
+#include "layers/squeeze_excite.h"
 #include "tests/error_text.h"
 
 namespace st::test {
@@ -42,6 +47,25 @@ TEST(ShapeErrors, BatchNormWrongRank) {
   std::string msg = error_of([&] { bn.forward(Tensor::zeros({2, 4})); });
   EXPECT_NE(msg.find("BatchNorm2d(4)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[2, 4]"), std::string::npos) << msg;
+}
+
+TEST(ShapeErrors, SqueezeExciteWrongChannels) {
+  Rng rng(0);
+  SqueezeExcite se(32, 2, rng);
+  std::string msg = error_of([&] { se.forward(Tensor::zeros({2, 16, 4, 4})); });
+  EXPECT_NE(msg.find("SqueezeExcite(32->2)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[N, 32, H, W]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 16, 4, 4]"), std::string::npos) << msg;
+}
+
+// Branches whose maps differ in size cannot be joined on channels: the branch is named.
+TEST(ShapeErrors, ConcatBranchesOfDifferentSizes) {
+  Concat join;
+  join.add("same", std::make_unique<ReLU>()).add("halved", std::make_unique<MaxPool2d>(2, 2));
+  std::string msg = error_of([&] { join.forward(Tensor::zeros({2, 3, 4, 4})); });
+  EXPECT_NE(msg.find("Concat(2 branches)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("branch halved"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 3, 2, 2]"), std::string::npos) << msg;
 }
 
 }  // namespace

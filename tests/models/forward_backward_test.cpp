@@ -34,6 +34,20 @@ TEST(ForwardBackward, Vgg16) {
   run("vgg16", 3, {32, 28});
 }
 
+// GoogLeNet and SENet-18 end in a fixed 8x8 / 4x4 average pool: 32x32 input only.
+TEST(ForwardBackward, CifarGoogLeNet) {
+  run("googlenet", 3, {32});
+}
+
+TEST(ForwardBackward, CifarSENet18) {
+  run("senet18", 3, {32});
+}
+
+// Global average pool: odd sizes through the stride-2 projections and the SE squeeze.
+TEST(ForwardBackward, CifarSEResNet18) {
+  run("se_resnet18", 1, {12});
+}
+
 TEST(ForwardBackward, SmallCnn) {
   run("small_cnn", 1, {28});
   run("small_cnn", 3, {32});

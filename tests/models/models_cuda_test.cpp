@@ -1,6 +1,7 @@
-// GPU-vs-CPU for the models' own layers (ShortcutPadA, GlobalMaxPool2d) and a whole
-// ResNet-20 step: two identically seeded copies, one on the GPU, same input and
-// upstream gradient; outputs and gradients must agree. Skips without a device.
+// GPU-vs-CPU for the models' own layers (ShortcutPadA, GlobalMaxPool2d) and whole steps
+// of ResNet-20, GoogLeNet (Concat), SENet-18 and SE-ResNet-18 (SqueezeExcite): two identically
+// seeded copies, one on the GPU, same input and upstream gradient; outputs and gradients must
+// agree. Skips without a device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,6 +58,29 @@ TEST(ModelsCuda, ResNet20Step) {
   LayerPtr cpu = make_model("resnet20", 10, 3, a);
   LayerPtr gpu = make_model("resnet20", 10, 3, b);
   compare(*cpu, *gpu, {4, 3, 32, 32}, 2e-3);
+}
+
+// The architectures whose containers join or rescale channels (core/channel_ops.h).
+void compare_arch(const std::string& arch, const Shape& in) {
+  Rng a(1), b(1);
+  LayerPtr cpu = make_model(arch, 10, 3, a);
+  LayerPtr gpu = make_model(arch, 10, 3, b);
+  compare(*cpu, *gpu, in, 2e-3);
+}
+
+TEST(ModelsCuda, GoogLeNetStep) {
+  ST_REQUIRE_CUDA_DEVICE();
+  compare_arch("googlenet", {2, 3, 32, 32});
+}
+
+TEST(ModelsCuda, SENet18Step) {
+  ST_REQUIRE_CUDA_DEVICE();
+  compare_arch("senet18", {2, 3, 32, 32});
+}
+
+TEST(ModelsCuda, SEResNet18Step) {
+  ST_REQUIRE_CUDA_DEVICE();
+  compare_arch("se_resnet18", {2, 3, 16, 16});
 }
 
 }  // namespace

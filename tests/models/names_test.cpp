@@ -157,6 +157,47 @@ TEST(ReferenceNames, CifarResNet18NamesAndCount) {
   expect_unique(n);
 }
 
+// kuangliu GoogLeNet: pre_layers.{0,1}, Inception branches b1..b4 with the reference's
+// nn.Sequential indices (b4.0 is the max-pool), linear.
+TEST(ReferenceNames, GoogLeNetNames) {
+  Rng rng(0);
+  LayerPtr m = make_model("googlenet", 10, 3, rng);
+  const Named n = names_of(*m);
+  EXPECT_EQ(n.params[0], "pre_layers.0.weight");
+  EXPECT_EQ(n.params[1], "pre_layers.0.bias");
+  EXPECT_EQ(shape_of(*m, "a3.b1.0.weight"), Shape({64, 192, 1, 1}));
+  EXPECT_EQ(shape_of(*m, "a3.b3.6.weight"), Shape({32, 32, 3, 3}));  // the second 3x3
+  EXPECT_EQ(shape_of(*m, "b5.b4.1.weight"), Shape({128, 832, 1, 1}));
+  EXPECT_TRUE(contains(n.buffers, "e4.b2.4.running_mean"));
+  EXPECT_EQ(shape_of(*m, "linear.weight"), Shape({10, 1024}));
+  expect_unique(n);
+}
+
+// kuangliu SENet18: pre-activation blocks with fc1/fc2 and a bias-free 1x1 shortcut.0.
+TEST(ReferenceNames, SENet18Names) {
+  Rng rng(0);
+  LayerPtr m = make_model("senet18", 10, 3, rng);
+  const Named n = names_of(*m);
+  EXPECT_EQ(shape_of(*m, "layer1.0.bn1.weight"), Shape({64}));
+  EXPECT_EQ(shape_of(*m, "layer2.0.bn1.weight"), Shape({64}));  // before the projection
+  EXPECT_EQ(shape_of(*m, "layer2.0.shortcut.0.weight"), Shape({128, 64, 1, 1}));
+  EXPECT_FALSE(contains(n.params, "layer2.0.shortcut.0.bias"));
+  EXPECT_FALSE(contains(n.params, "layer1.0.shortcut.0.weight"));  // identity there
+  EXPECT_EQ(shape_of(*m, "layer3.1.fc1.weight"), Shape({16, 256, 1, 1}));
+  EXPECT_EQ(shape_of(*m, "layer3.1.fc2.bias"), Shape({256}));
+  expect_unique(n);
+}
+
+TEST(ReferenceNames, SEResNet18Names) {
+  Rng rng(0);
+  LayerPtr m = make_model("se_resnet18", 100, 3, rng);
+  const Named n = names_of(*m);
+  EXPECT_TRUE(contains(n.buffers, "layer4.0.shortcut.1.running_var"));
+  EXPECT_EQ(shape_of(*m, "layer4.1.fc1.weight"), Shape({32, 512, 1, 1}));
+  EXPECT_EQ(shape_of(*m, "linear.weight"), Shape({100, 512}));
+  expect_unique(n);
+}
+
 // kuangliu VGG('VGG16'): features.{i} with conv-BN-ReLU at i, i+1, i+2; 14,728,266.
 TEST(ReferenceNames, Vgg16NamesAndCount) {
   Rng rng(0);

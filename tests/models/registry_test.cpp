@@ -20,8 +20,8 @@ namespace {
 TEST(Registry, ListsEveryArchitecture) {
   const std::vector<std::string> names = model_names();
   for (const char* want :
-       {"resnet20", "resnet32", "resnet44", "resnet56", "resnet110", "resnet18_cifar", "vgg16",
-        "resnet18", "resnet34", "resnet50", "small_cnn"}) {
+       {"resnet20", "resnet32", "resnet44", "resnet56", "resnet110", "resnet18_cifar", "googlenet",
+        "senet18", "se_resnet18", "vgg16", "resnet18", "resnet34", "resnet50", "small_cnn"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
   EXPECT_EQ(model_archs().size(), names.size());

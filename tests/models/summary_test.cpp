@@ -1,9 +1,10 @@
 // `sparsetrain models`: exact parameter counts against reference modules written in plain
 // torch.nn (torch 1.13, sum(p.numel() for p in m.parameters())): kuangliu/pytorch-cifar's
-// ResNet18 and VGG('VGG16'), akamaster/pytorch_resnet_cifar10's resnet20 (option A
-// shortcuts: strided slice and zero padding, no parameters; option B: 1x1 conv + BN) and
-// torchvision's ResNet-50 written out layer by layer. The table of layers sums to the
-// same counts, and the listings keep their formats.
+// ResNet18, VGG('VGG16'), GoogLeNet and SENet18 (the counts of the MiCRO, ExDyna and
+// SIDCo run scripts; bench/torch_cifar_models.py count), akamaster/pytorch_resnet_cifar10's
+// resnet20 (option A shortcuts: strided slice and zero padding, no parameters; option B: 1x1 conv +
+// BN) and torchvision's ResNet-50 written out layer by layer. The table of layers sums to the same
+// counts, and the listings keep their formats.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,25 @@ int64_t params(const std::string& arch, int64_t classes, int64_t channels = 3) {
 TEST(ModelSummary, CifarResNet18MatchesKuangliu) {
   EXPECT_EQ(params("resnet18_cifar", 10), 11173962);
   EXPECT_EQ(params("resnet18_cifar", 100), 11220132);
+}
+
+TEST(ModelSummary, CifarGoogLeNetMatchesKuangliu) {
+  EXPECT_EQ(params("googlenet", 10), 6166250);
+  EXPECT_EQ(params("googlenet", 100), 6258500);
+}
+
+TEST(ModelSummary, CifarSENet18MatchesKuangliu) {
+  EXPECT_EQ(params("senet18", 10), 11260354);
+  EXPECT_EQ(params("senet18", 100), 11306524);
+}
+
+// resnet18_cifar plus one SE module per block: 2 p^2/16 + p/16 + p for p planes.
+TEST(ModelSummary, CifarSEResNet18IsResNet18PlusTheSEModules) {
+  EXPECT_EQ(params("se_resnet18", 10), 11263042);
+  EXPECT_EQ(params("se_resnet18", 100), 11309212);
+  int64_t se = 0;
+  for (int64_t p : {64, 128, 256, 512}) se += 2 * (2 * p * p / 16 + p / 16 + p);
+  EXPECT_EQ(params("se_resnet18", 10), params("resnet18_cifar", 10) + se);
 }
 
 // The registry's resnet20 is the paper's option A: 269,722 (He et al. 2016: 0.27M).

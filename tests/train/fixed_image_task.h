@@ -17,7 +17,7 @@
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
 #include "train/training_loop.h"

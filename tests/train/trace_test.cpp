@@ -22,7 +22,7 @@
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 #include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
 #include "tests/comm/mpi_test_run.h"

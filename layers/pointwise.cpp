@@ -1,8 +1,7 @@
-#include "layers/relu.h"
+#include "layers/pointwise.h"
 
 #include "core/kernels/half.h"
 #include "core/kernels/half_math.h"
-#include "core/kernels/math.h"
 #include "core/layout.h"
 
 namespace st {
@@ -10,8 +9,7 @@ namespace st {
 namespace {
 using half_math::bf16_to_float, half_math::float_to_bf16;
 
-// out[i] = f(a[i], b[i]) over float32 or bfloat16 elements (a result of the ReLU is one
-// of its inputs or zero, so bfloat16 loses nothing by rounding it back).
+// out[i] = f(a[i], b[i]) over float32 or bfloat16 elements.
 template <class F>
 void elementwise(const Tensor& a, const Tensor* b, Tensor& out, const F& f) {
   const int64_t n = out.numel();
@@ -32,20 +30,26 @@ void elementwise(const Tensor& a, const Tensor* b, Tensor& out, const F& f) {
 }
 }  // namespace
 
-// Elementwise, so any layout and either float format: the output keeps the input's.
-Tensor ReLU::forward_cpu(const Tensor& x) {
+// Elementwise, so any layout: the output keeps the input's layout and float format.
+template <class Op>
+Tensor Pointwise<Op>::forward_cpu(const Tensor& x) {
   Tensor y = Tensor::empty(x.shape(), x.dtype()).with_layout(x.layout());
-  elementwise(x, nullptr, y, [](float v, float) { return math::relu(v); });
-  y_ = y;
+  elementwise(x, nullptr, y, [](float v, float) { return Op::forward(v); });
+  saved_ = Op::kBackwardFromOutput ? y : x;
   return y;
 }
 
-Tensor ReLU::backward_cpu(const Tensor& dy_in) {
-  expect_shape("gradient", y_.shape(), dy_in.shape());
-  const Tensor dy = cpu::to_dtype(to_layout(dy_in, y_.layout()), y_.dtype());
+template <class Op>
+Tensor Pointwise<Op>::backward_cpu(const Tensor& dy_in) {
+  expect_shape("gradient", saved_.shape(), dy_in.shape());
+  const Tensor dy = cpu::to_dtype(to_layout(dy_in, saved_.layout()), saved_.dtype());
   Tensor dx = Tensor::empty(dy.shape(), dy.dtype()).with_layout(dy.layout());
-  elementwise(y_, &dy, dx, [](float y, float g) { return math::relu_backward(y, g); });
+  elementwise(saved_, &dy, dx, [](float s, float g) { return Op::backward(s, g); });
   return dx;
 }
+
+#define ST_POINTWISE_INSTANTIATE(Name, Op) template class Pointwise<math::Op>;
+ST_POINTWISE_OPS(ST_POINTWISE_INSTANTIATE)
+#undef ST_POINTWISE_INSTANTIATE
 
 }  // namespace st

@@ -29,6 +29,10 @@ int parse_hierarchy(const std::string& value);
 // --plan without a sparsifier); check_config calls it.
 void check_exchange_flags(const TrainConfig& c);
 
+// One iteration's sp_* columns from its buckets' statistics: counts, bytes and phase times
+// summed over the buckets (the metrics log's and sparsetrain_torch's stats()).
+void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row);
+
 class ExchangeSetup {
  public:
   // Collective: --hierarchy splits `comm` into node and cross-node groups.

@@ -1,12 +1,12 @@
 // st_torch_reference: the CLI's bucket exchange (train/exchange_setup's SparsifyHook, over
 // MPI) on given per-rank buckets, for the equality test of the DDP comm hook
 // (tests/pytorch/hook_equality_test.py). Under mpirun -np P:
-//   st_torch_reference DIR METHOD DENSITY [key=value ...]
+//   st_torch_reference DIR NAME METHOD DENSITY [key=value ...]
 // reads DIR/grads_r<rank>.bin (float32: ITERS x the buckets of DIR/buckets.txt: a line
 // "ITERS", then a line per bucket with its tensors' shapes, "30x40 13x100"), exchanges
 // every bucket at every iteration (its tensors as parameters whose gradients are views of
-// it, as the reducer's buckets) and writes DIR/<METHOD>_r<rank>.bin: each exchanged bucket
-// in order, then each bucket's residual.
+// it, as the reducer's buckets) and writes each exchanged bucket
+// in order, then each bucket's residual, to DIR/<NAME>_r<rank>.bin.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -32,12 +32,12 @@ std::vector<float> read_floats(const std::string& path) {
 }
 
 int run(int argc, char** argv) {
-  ST_CHECK(argc >= 4, "usage: st_torch_reference DIR METHOD DENSITY [key=value ...]");
-  const std::string dir = argv[1];
+  ST_CHECK(argc >= 5, "usage: st_torch_reference DIR NAME METHOD DENSITY [key=value ...]");
+  const std::string dir = argv[1], name = argv[2];
   st::TrainConfig c;
-  c.sparsifier = argv[2];
-  c.density = std::stod(argv[3]);
-  for (int i = 4; i < argc; ++i) {
+  c.sparsifier = argv[3];
+  c.density = std::stod(argv[4]);
+  for (int i = 5; i < argc; ++i) {
     const std::string kv = argv[i];
     const size_t eq = kv.find('=');
     ST_CHECK(eq != std::string::npos, "expected key=value, got ", kv);
@@ -74,7 +74,7 @@ int run(int argc, char** argv) {
   const std::vector<float> grads = read_floats(dir + "/grads_r" + rank + ".bin");
   ST_CHECK(static_cast<int64_t>(grads.size()) == iters * total, dir, ": grads_r", rank,
            ".bin holds ", grads.size(), " floats, expected ", iters * total);
-  std::ofstream out(dir + "/" + c.sparsifier + "_r" + rank + ".bin", std::ios::binary);
+  std::ofstream out(dir + "/" + name + "_r" + rank + ".bin", std::ios::binary);
   auto write = [&](const st::Tensor& t) {
     out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
   };

@@ -2,7 +2,9 @@
 same per-rank buckets go to sparsetrain_torch over gloo ranks and to st_torch_reference
 (the CLI's ExchangeSetup over MPI, the bucket's tensors as its parameters' gradient
 views); every averaged bucket of every iteration and every
-final residual must agree bit for bit on 2 ranks. On more ranks a float sum over the ranks
+final residual must agree bit for bit on 2 ranks. Two cases more select per tensor
+(--sp scope=tensor: the tensors found from the gradients' views, one of them below
+min_tensor and sent whole). On more ranks a float sum over the ranks
 depends on its order, which gloo's allreduce and Open MPI's choose differently: there the
 same elements must be zero and the rest agree within 1e-6 of the largest magnitude.
 
@@ -22,6 +24,9 @@ import sparsetrain_torch as stt
 ITERS = 3
 BUCKETS = [[(30, 40)], [(20, 50), (13, 100)]]  # each bucket's tensors, as DDP lays them out
 DENSITY = 0.05
+# Beyond every method with its defaults: (label, method, --sp).
+SCOPED = [("topk_scope_tensor", "topk", {"scope": "tensor"}),
+          ("gaussiank_scope_tensor", "gaussiank", {"scope": "tensor"})]
 
 
 def bucket_sizes():
@@ -46,11 +51,11 @@ def read_rank(folder, name, r):
     return np.fromfile(os.path.join(folder, f"{name}_r{r}.bin"), dtype=np.float32)
 
 
-def hook_side(rank, world, folder, methods):
+def hook_side(rank, world, folder, cases):
     sizes = bucket_sizes()
     grads = torch.from_numpy(read_rank(folder, "grads", rank)).view(ITERS, sum(sizes))
-    for m in methods:
-        state = stt.HookState(m, density=DENSITY)
+    for label, m, sp in cases:
+        state = stt.HookState(m, density=DENSITY, sp=sp)
         out = []
         for t in range(ITERS):
             at = 0
@@ -62,21 +67,23 @@ def hook_side(rank, world, folder, methods):
         for b, n in enumerate(sizes):
             r = state.residual(b)
             out.append(r if r is not None else torch.zeros(n))
-        torch.cat(out).numpy().tofile(os.path.join(folder, f"hook_{m}_r{rank}.bin"))
+        torch.cat(out).numpy().tofile(os.path.join(folder, f"hook_{label}_r{rank}.bin"))
 
 
 def main():
     reference, world = sys.argv[1], int(sys.argv[2])
     methods = stt.sparsifiers()
     assert len(methods) >= 21, methods
+    cases = [(m, m, {}) for m in methods] + SCOPED
     with tempfile.TemporaryDirectory() as folder:
         write_inputs(folder, world)
-        for m in methods:
+        for label, m, sp in cases:
             subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-                            str(world), reference, folder, m, str(DENSITY)], check=True)
-        ddp_testing.run_world(world, hook_side, folder, methods)
+                            str(world), reference, folder, label, m, str(DENSITY)] +
+                           [f"{k}={v}" for k, v in sp.items()], check=True)
+        ddp_testing.run_world(world, hook_side, folder, cases)
         failed, rounded = [], 0
-        for m in methods:
+        for m, _, _ in cases:
             worst, ok = 0.0, True
             for r in range(world):
                 want, got = read_rank(folder, m, r), read_rank(folder, "hook_" + m, r)
@@ -87,14 +94,15 @@ def main():
                 worst = max(worst, diff if diff == diff else float("inf"))
                 ok = ok and world > 2 and np.array_equal(want == 0, got == 0) and \
                     diff <= 1e-6 * float(np.max(np.abs(want)))
-            print(f"{m:16s} world {world}: " +
+            print(f"{m:22s} world {world}: " +
                   ("bit for bit" if worst == 0 else f"largest |diff| {worst:.3g}"))
             rounded += worst != 0
             if not ok:
                 failed.append(m)
         assert not failed, f"hook differs from the CLI's exchange for {failed}"
-        print(f"all {len(methods)} methods agree on {world} ranks: "
-              f"{len(methods) - rounded} bit for bit, {rounded} within the sums' rounding")
+        print(f"all {len(cases)} cases ({len(methods)} methods and {len(SCOPED)} in tensor "
+              f"scope) agree on {world} ranks: {len(cases) - rounded} bit for bit, "
+              f"{rounded} within the sums' rounding")
 
 
 if __name__ == "__main__":

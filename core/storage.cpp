@@ -24,8 +24,17 @@ Storage::Storage(size_t bytes, Device device, bool pinned)
   }
 }
 
+std::shared_ptr<Storage> Storage::borrow(void* ptr, size_t bytes, Device device) {
+  std::shared_ptr<Storage> s(new Storage());
+  s->ptr_ = ptr;
+  s->bytes_ = bytes;
+  s->device_ = device;
+  s->owned_ = false;
+  return s;
+}
+
 Storage::~Storage() {
-  if (!ptr_) return;
+  if (!ptr_ || !owned_) return;
   if (pinned_) {
     host::release_pinned(ptr_, bytes_);
   } else if (device_.is_cpu()) {

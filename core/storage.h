@@ -17,6 +17,9 @@ class Storage {
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+  // Memory another library owns (a PyTorch bucket the comm hook exchanges in place): never
+  // freed here, so the owner must keep it alive for as long as any view of it.
+  static std::shared_ptr<Storage> borrow(void* ptr, size_t bytes, Device device);
 
   void* data() const { return ptr_; }
   size_t bytes() const { return bytes_; }
@@ -28,6 +31,9 @@ class Storage {
   size_t bytes_ = 0;
   Device device_;
   bool pinned_ = false;
+  bool owned_ = true;
+
+  Storage() = default;
 };
 
 // Raw device memory entry points. The CUDA build implements them in core/cuda/;

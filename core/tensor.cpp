@@ -17,6 +17,16 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return t;
 }
 
+Tensor Tensor::borrow(void* data, const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape.dims()) ST_CHECK(d >= 0, "negative dimension in shape ", shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.storage_ = Storage::borrow(data, t.nbytes(), device);
+  return t;
+}
+
 Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
   for (int64_t d : shape.dims()) ST_CHECK(d >= 0, "negative dimension in shape ", shape);
   Tensor t;

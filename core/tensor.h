@@ -38,6 +38,8 @@ class Tensor {
   static Tensor full(const Shape& shape, float value, Device device = Device::cpu());
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
   static Tensor from_vector_i32(const std::vector<int32_t>& values, const Shape& shape);
+  // A view of memory another library owns (Storage::borrow): no copy, never freed here.
+  static Tensor borrow(void* data, const Shape& shape, DType dtype, Device device = Device::cpu());
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -98,6 +99,29 @@ void check_state_method(StateReader in, const std::map<std::string, std::string>
 
 }  // namespace
 
+void restore_hook_rows(SparsifyHook& hook, int old_world,
+                       const std::function<StateReader(int)>& row, const std::string& what,
+                       Communicator& comm) {
+  if (old_world == comm.size()) {
+    StateReader in = row(comm.rank());
+    hook.load_state(in);
+    return;
+  }
+  std::vector<HookState> old;
+  for (int q = 0; q < old_world; ++q) {
+    StateReader in = row(q);
+    old.push_back(read_hook_state(in));
+  }
+  StateWriter fresh;
+  hook.sparsifier().save_state(fresh);
+  const std::vector<uint8_t> bytes =
+      write_hook_state(resplit_hook_state(old, comm.size(), comm.rank(), fresh.bytes(), what));
+  StateReader in(bytes.data(), bytes.size(), row(0).what());
+  in.set_new_world(comm.size());
+  hook.load_state(in);
+  report_resplit(hook, old, what, comm);
+}
+
 // False when the file holds no sparsifier state. A state of another number of ranks is
 // re-split for this one (sparsify/resplit.h) or refused in one line.
 bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm,
@@ -128,24 +152,7 @@ bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communi
     ST_CHECK(f.metadata.at("world_size") == std::to_string(old_world), path,
              ": checkpoint metadata 'world_size' is ", f.metadata.at("world_size"), " but ",
              kSparsifyState, " holds the rows of ", old_world, " rank(s)");
-  if (old_world == comm.size()) {
-    StateReader in = row(comm.rank());
-    hook.load_state(in);
-    return true;
-  }
-  std::vector<HookState> old;
-  for (int q = 0; q < old_world; ++q) {
-    StateReader in = row(q);
-    old.push_back(read_hook_state(in));
-  }
-  StateWriter fresh;
-  hook.sparsifier().save_state(fresh);
-  const std::vector<uint8_t> bytes =
-      write_hook_state(resplit_hook_state(old, comm.size(), comm.rank(), fresh.bytes(), path));
-  StateReader in(bytes.data(), bytes.size(), what);
-  in.set_new_world(comm.size());
-  hook.load_state(in);
-  report_resplit(hook, old, path, comm);
+  restore_hook_rows(hook, old_world, row, path, comm);
   return true;
 }
 

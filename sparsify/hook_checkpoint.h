@@ -4,6 +4,7 @@
 // training run reaches it through its exchange setup (train/exchange_setup.*).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -30,4 +31,11 @@ std::vector<std::pair<std::string, Tensor>> gather_sparsify_state(const Sparsify
 // `meta`, when given, receives the file's metadata.
 bool restore_sparsify_state(SparsifyHook& hook, const std::string& path, Communicator& comm,
                             std::map<std::string, std::string>* meta = nullptr);
+// Gives `hook` this rank's state from the rows of `old_world` ranks (`row(q)` reads old
+// rank q's SparsifyHook::save_state stream): its own row on as many ranks, else the
+// re-split for this number of ranks (noted on rank 0) or the refusal in one line prefixed
+// by `what` (where the rows come from). Collective when the world size changed.
+void restore_hook_rows(SparsifyHook& hook, int old_world,
+                       const std::function<StateReader(int)>& row, const std::string& what,
+                       Communicator& comm);
 }  // namespace st

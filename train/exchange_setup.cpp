@@ -28,53 +28,6 @@ std::string hierarchy_label() {
   return flag_label(flag_of(&TrainConfig::hierarchy));
 }
 
-// One iteration's sp_* columns: counts, bytes and phase times summed over the buckets;
-// the threshold of the largest bucket; the padding weighted over the buckets (padded over
-// filled slots of the iteration's padded gathers); the residual norm over all buckets.
-void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row) {
-  // The phase times, each summed over the buckets, in column order.
-  static const std::pair<const char*, double SparsifyStats::*> kPhases[] = {
-      {"sp_ef_ms", &SparsifyStats::ef_ms},
-      {"sp_select_ms", &SparsifyStats::select_ms},
-      {"sp_partition_ms", &SparsifyStats::partition_ms},
-      {"sp_estimate_ms", &SparsifyStats::estimate_ms},
-      {"sp_pack_ms", &SparsifyStats::pack_ms},
-      {"sp_comm_ms", &SparsifyStats::comm_ms},
-      {"sp_decode_ms", &SparsifyStats::decode_ms},
-      {"sp_update_ms", &SparsifyStats::update_ms},
-      {"sp_exchange_ms", &SparsifyStats::exchange_ms},
-      {"sp_total_ms", &SparsifyStats::total_ms}};
-  int64_t n = 0, k = 0, local = 0, global = 0, bytes = 0, largest = 0, padded = 0, filled = 0;
-  double threshold = 0, residual_sq = 0;
-  double phase[std::size(kPhases)] = {};
-  int64_t domain = 0;
-  for (const SparsifyStats& s : stats) {
-    n += s.n;
-    domain += s.domain > 0 ? s.domain : s.n;
-    k += s.k;
-    local += s.local_count;
-    global += s.global_count;
-    bytes += s.bytes_sent;
-    padded += s.padded_slots;
-    filled += s.counted_slots;
-    residual_sq += s.residual_norm * s.residual_norm;
-    for (size_t p = 0; p < std::size(kPhases); ++p) phase[p] += s.*kPhases[p].second;
-    if (s.n > largest) {
-      largest = s.n;
-      threshold = s.threshold;
-    }
-  }
-  row.push_back({"sp_k", k});
-  row.push_back({"sp_local", local});
-  row.push_back({"sp_global", global});
-  row.push_back({"sp_density", domain ? static_cast<double>(global) / domain : 0.0});
-  row.push_back({"sp_threshold", threshold});
-  row.push_back({"sp_padding", filled ? static_cast<double>(padded) / filled - 1.0 : 0.0});
-  for (size_t p = 0; p < std::size(kPhases); ++p) row.push_back({kPhases[p].first, phase[p]});
-  row.push_back({"sp_residual_norm", std::sqrt(residual_sq)});
-  row.push_back({"sp_bytes", bytes});
-}
-
 // The run's bucket exchange: a SparsifyHook around --sparsifier (also returned in
 // `sparsify`), or the dense allreduce for --sparsifier none (`sparsify` null).
 std::shared_ptr<BucketHook> make_exchange_hook(const TrainConfig& c,
@@ -119,6 +72,52 @@ std::string bucket_hint(const std::map<std::string, std::string>& meta) {
          first->second + "; resume with those";
 }
 }  // namespace
+
+// The threshold of the largest bucket; the padding weighted over the buckets (padded over
+// filled slots of the iteration's padded gathers); the residual norm over all buckets.
+void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row) {
+  // The phase times, each summed over the buckets, in column order.
+  static const std::pair<const char*, double SparsifyStats::*> kPhases[] = {
+      {"sp_ef_ms", &SparsifyStats::ef_ms},
+      {"sp_select_ms", &SparsifyStats::select_ms},
+      {"sp_partition_ms", &SparsifyStats::partition_ms},
+      {"sp_estimate_ms", &SparsifyStats::estimate_ms},
+      {"sp_pack_ms", &SparsifyStats::pack_ms},
+      {"sp_comm_ms", &SparsifyStats::comm_ms},
+      {"sp_decode_ms", &SparsifyStats::decode_ms},
+      {"sp_update_ms", &SparsifyStats::update_ms},
+      {"sp_exchange_ms", &SparsifyStats::exchange_ms},
+      {"sp_total_ms", &SparsifyStats::total_ms}};
+  int64_t n = 0, k = 0, local = 0, global = 0, bytes = 0, largest = 0, padded = 0, filled = 0;
+  double threshold = 0, residual_sq = 0;
+  double phase[std::size(kPhases)] = {};
+  int64_t domain = 0;
+  for (const SparsifyStats& s : stats) {
+    n += s.n;
+    domain += s.domain > 0 ? s.domain : s.n;
+    k += s.k;
+    local += s.local_count;
+    global += s.global_count;
+    bytes += s.bytes_sent;
+    padded += s.padded_slots;
+    filled += s.counted_slots;
+    residual_sq += s.residual_norm * s.residual_norm;
+    for (size_t p = 0; p < std::size(kPhases); ++p) phase[p] += s.*kPhases[p].second;
+    if (s.n > largest) {
+      largest = s.n;
+      threshold = s.threshold;
+    }
+  }
+  row.push_back({"sp_k", k});
+  row.push_back({"sp_local", local});
+  row.push_back({"sp_global", global});
+  row.push_back({"sp_density", domain ? static_cast<double>(global) / domain : 0.0});
+  row.push_back({"sp_threshold", threshold});
+  row.push_back({"sp_padding", filled ? static_cast<double>(padded) / filled - 1.0 : 0.0});
+  for (size_t p = 0; p < std::size(kPhases); ++p) row.push_back({kPhases[p].first, phase[p]});
+  row.push_back({"sp_residual_norm", std::sqrt(residual_sq)});
+  row.push_back({"sp_bytes", bytes});
+}
 
 int parse_hierarchy(const std::string& value) {
   if (value == "off") return -1;

@@ -31,6 +31,10 @@ void check_exchange_flags(const TrainConfig& c);
 // The --sparsifier flag's help: every method the registry has (the words' owner).
 std::string sparsifier_flag_text();
 
+// One iteration's sp_* columns from its buckets' statistics: counts, bytes and phase times
+// summed over the buckets (the metrics log's and sparsetrain_torch's stats()).
+void add_sparsify_metrics(const std::vector<SparsifyStats>& stats, MetricRow& row);
+
 class ExchangeSetup {
  public:
   // Collective: --hierarchy splits `comm` into node and cross-node groups.

@@ -13,7 +13,7 @@ every one of them (ctest tutorial_mutants).
       wrong answer and passes with none; step 8's wrong answers are patched copies of
       scripts/scaling_model.py; step 9's run page 9's program built from the switched
       copy of docs/tutorial/diy/allreduce_algorithms.cpp (ALLREDUCE_MUTANT), which checks
-      every algorithm against MPI_Allreduce on 2, 3 and 4 ranks; steps "diy1" to "diy5"
+      every algorithm against MPI_Allreduce on 2, 3 and 4 ranks; steps "diy1" to "diy6"
       (build it yourself) run tests/tutorial/build_test.cpp built from the switched copies
       of docs/tutorial/diy/step*.cpp (BUILD_MUTANT) on 2, 3 and 4 ranks
   mutants.py list
@@ -232,7 +232,7 @@ MUTANTS = [
          "    MPI_Sendrecv(x.data() + sb, se - sb, MPI_FLOAT, left, 0, in.data(), re - rb, "
          "MPI_FLOAT, right,\n                 0, comm, MPI_STATUS_IGNORE);\n"),
     ]),
-    # ---- build it yourself (docs/tutorial/diy/), steps "diy1" to "diy5": tests/tutorial/build_test.cpp
+    # ---- build it yourself (docs/tutorial/diy/), steps "diy1" to "diy6": tests/tutorial/build_test.cpp
     ("diy-naive-divide-by-two", "diy1", "the naive exchange divides by 2, not P", [
         ("docs/tutorial/diy/step1_naive_allreduce.cpp", "    for (float& v : g) v /= static_cast<float>(P);\n",
          "    for (float& v : g) v /= 2.0f;\n"),
@@ -301,6 +301,20 @@ MUTANTS = [
     ]),
     ("diy-micro-tau-fixed", "diy5", "tau never moves", [
         ("docs/tutorial/diy/step5_threshold.cpp", "  s.tau *= ratio > 1.1 ? 1.005 : ratio > 0.909 ? 1.00125 : 0.995;\n", "  s.tau *= 1.0 + 0.0 * ratio;\n"),
+    ]),
+    ("diy-shard-not-averaged", "diy6", "the shard's gradient sum used without / P", [
+        ("docs/tutorial/diy/step6_sharded_optimizer.cpp",
+         "    opt.velocity[i] = static_cast<float>(opt.momentum) * opt.velocity[i] + avg;\n",
+         "    opt.velocity[i] = static_cast<float>(opt.momentum) * opt.velocity[i] + avg * P;\n"),
+    ]),
+    ("diy-shard-equal-counts", "diy6", "every shard n / P long: the n mod P last elements never updated", [
+        ("docs/tutorial/diy/step6_sharded_optimizer.cpp", "  return {r * q + std::min<long>(r, rem), q + (r < rem ? 1 : 0)};\n",
+         "  return {r * q + 0 * rem, q};\n"),
+    ]),
+    ("diy-shard-no-allgather", "diy6", "the updated shards are not gathered: each rank updates its own only", [
+        ("docs/tutorial/diy/step6_sharded_optimizer.cpp",
+         "  MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params.data(), counts.data(), offsets.data(),\n"
+         "                 MPI_FLOAT, comm);\n", ""),
     ]),
     # ---- step 8: scripts/scaling_model.py (patched copies)
     ("ring-steps-p-minus-one", 8, "a ring allreduce in P - 1 steps", [

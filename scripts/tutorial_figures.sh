@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every tutorial page's command (docs/tutorial/) and draws every figure of the pages.
 #   scripts/tutorial_figures.sh BUILD_DIR [--page N]... [--quick] [--threads N] [--runs DIR] [--img DIR]
-# --page N    only page N (repeatable; default all eleven, in order)
+# --page N    only page N (repeatable; default every page, in order)
 # --threads N every training run with N threads per rank instead of the pages' own
 #             (--threads 2 on page 1, 1 elsewhere): the pages' numbers are ranges that
 #             hold for 1 and 2 threads (tests/tutorial/claims.py checks them)
@@ -13,7 +13,8 @@
 # 100 Mbit/s link of scripts/netns_run.sh (page 9's bucket sweep 400 Mbit/s) when it can
 # be made (root and `ip netns`); otherwise they run over shared memory and say so (set
 # TUTORIAL_LINK=none to force that).
-# Needs the sparsetrain, layers_test, comm_bench and allreduce_algorithms targets, and
+# Needs the sparsetrain, layers_test, comm_bench, allreduce_algorithms and tutorial_build_test
+# targets, and
 # /usr/bin/python3 with matplotlib (scripts/setup.sh).
 set -euo pipefail
 [[ $# -ge 1 ]] || { sed -n '2,17p' "$0" >&2; exit 2; }
@@ -31,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "tutorial_figures: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10 11)
+[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10 11 13)
 [[ -n $img ]] || { [[ $quick == 1 ]] && img=$runs/img || img=$root/docs/tutorial/img; }
 mkdir -p "$runs" "$img"
 runs=$(cd "$runs" && pwd)
@@ -269,6 +270,16 @@ page11() {
     --out "$runs/p11_emu"
   $PY scripts/timeline.py "$runs/p11_emu.json" -o "$img/11-emu-timeline.png" --steps 1 \
     --title "small_cnn on the emulated accelerator (--device emu, every kernel delayed 2 ms), 2 buckets, 2 ranks"
+}
+
+page13() {
+  say 13 "sharding the optimiser state: ZeRO-1 against DDP's allreduce"
+  # The exercise's exchange (docs/tutorial/diy/step6_sharded_optimizer.cpp) against plain
+  # SGD on every parameter, on 4 ranks.
+  "${MPI[@]}" -np 4 "$build/tests/tutorial_build_test" --gtest_filter='Build.Step6*' --gtest_brief=1
+  "$ST" models --json --channels 1 > "$runs/p13_models.jsonl"
+  $PY scripts/tutorial_plots.py zero "$runs/p13_models.jsonl" --arch small_cnn resnet20 \
+    -o "$img/13-zero.png" | tee "$runs/p13_zero.jsonl"
 }
 
 for p in "${pages[@]}"; do

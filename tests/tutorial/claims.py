@@ -452,6 +452,22 @@ def page11_streams(events):
                        r[0] - eps <= q[0] for r, q in zip(ready, reached)))
 
 
+def page13(runs, link):
+    check_wall_time(runs, 13)
+    rows = jsonl(runs, "p13_zero.jsonl")
+    check_true("page 13: ZeRO-1 sends DDP's bytes at every P (its two halves are the ring's)",
+               all(r["zero1_bytes"] == r["ddp_bytes"] for r in rows), f"{len(rows)} rows")
+    check_true("page 13: ZeRO-1's state is the largest shard, n / P rounded up",
+               all(r["zero1_state_floats"] * r["P"] - r["n"] in range(r["P"]) for r in rows))
+    at = {(r["arch"], r["P"]): r for r in rows}
+    got = stated(13, "ResNet-20 on 4 ranks keeps at most {} floats of momentum per rank "
+                     "instead of {}, and sends {} bytes per rank and step either way")
+    if got is not None:
+        r = at[("resnet20", 4)]
+        check_true("page 13: the page's ResNet-20 numbers on 4 ranks", got == [
+            r["zero1_state_floats"], r["ddp_state_floats"], r["ddp_bytes"]], str(got))
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)

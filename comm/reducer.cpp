@@ -295,9 +295,10 @@ void Reducer::launch(int b) {
   const int64_t iteration = iteration_;
   const bool traced = traced_iteration_;
   // On an accelerator the bucket's gradients are final only when the compute stream
-  // reaches this point. Record an event there (llm.c / DDP pattern); the communication
-  // thread waits on it before its collective, while the compute stream runs on with
-  // backward.
+  // reaches this point. Record an event there; the communication thread blocks on it on
+  // the host (the exchange after it is driven from the host: MPI, a sparsifier's host
+  // values), while the compute stream runs on with backward. Each collective then also
+  // makes its own stream wait on the device (the communicators), as DDP and llm.c do.
   const StreamPosition ready = StreamPosition::record_current(flat_.grads().device());
   if (make_update_) {
     std::function<void()> update = make_update_(buckets_[b]);

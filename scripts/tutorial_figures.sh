@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every tutorial page's command (docs/tutorial/) and draws every figure of the pages.
-#   scripts/tutorial_figures.sh BUILD_DIR [--page N]... [--quick] [--runs DIR] [--img DIR]
-# --page N    only page N (repeatable; default all eleven, in order)
+#   scripts/tutorial_figures.sh BUILD_DIR [--page N]... [--quick] [--threads N] [--runs DIR] [--img DIR]
+# --page N    only page N (repeatable; default every page, in order)
+# --threads N every training run with N threads per rank instead of the pages' own
+#             (--threads 2 on page 1, 1 elsewhere): the pages' numbers are ranges that
+#             hold for 1 and 2 threads (tests/tutorial/claims.py checks them)
 # --quick     CI length (tests/tutorial/pages_test.sh): fewer iterations; figures go to
 #             RUNS/img instead of docs/tutorial/img unless --img is given
 # --runs DIR  run folders (default runs/tutorial)
@@ -10,24 +13,26 @@
 # 100 Mbit/s link of scripts/netns_run.sh (page 9's bucket sweep 400 Mbit/s) when it can
 # be made (root and `ip netns`); otherwise they run over shared memory and say so (set
 # TUTORIAL_LINK=none to force that).
-# Needs the sparsetrain, layers_test, comm_bench and allreduce_algorithms targets, and
+# Needs the sparsetrain, layers_test, comm_bench, allreduce_algorithms and tutorial_build_test
+# targets, and
 # /usr/bin/python3 with matplotlib (scripts/setup.sh).
 set -euo pipefail
-[[ $# -ge 1 ]] || { sed -n '2,14p' "$0" >&2; exit 2; }
+[[ $# -ge 1 ]] || { sed -n '2,17p' "$0" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 shift
-pages=() quick=0 runs=runs/tutorial img=""
+pages=() quick=0 runs=runs/tutorial img="" threads=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --page) pages+=("$2"); shift 2 ;;
     --quick) quick=1; shift ;;
+    --threads) threads=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --img) img=$2; shift 2 ;;
     *) echo "tutorial_figures: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10 11)
+[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10 11 13)
 [[ -n $img ]] || { [[ $quick == 1 ]] && img=$runs/img || img=$root/docs/tutorial/img; }
 mkdir -p "$runs" "$img"
 runs=$(cd "$runs" && pwd)
@@ -66,7 +71,7 @@ say() { echo "== tutorial page $1: $2"; }
 page1() {
   say 1 "one process: gradient check, then training small_cnn"
   "$build/tests/layers_test" --gtest_filter='GradCheck.Linear*:GradCheck.Conv2d*' --gtest_brief=1
-  "$ST" train --arch small_cnn "${DATA[@]}" --threads 2 --lr 0.05 \
+  "$ST" train --arch small_cnn "${DATA[@]}" --threads "${threads:-2}" --lr 0.05 \
     --max-iters "$(long 200 20)" --out "$runs/p1_one_process"
   $PY scripts/plot.py one_process="$runs/p1_one_process" --smooth 10 -o "$img/01-one-process.png"
 }
@@ -76,7 +81,7 @@ NAIVE=(--no-overlap --first-bucket-mb 1e-9 --bucket-cap-mb 1e-9)
 # ResNet-20 holds 1.03 MB of gradients: the default 1 MB first bucket would take nearly
 # all of it, so pages 3 and 4 cut it finer to show the pipeline.
 BUCKETS=(--first-bucket-mb 0.1 --bucket-cap-mb 0.25)
-R20=(--arch resnet20 "${DATA[@]}" --threads 1 --lr 0.05 --trace-iters 3)
+R20=(--arch resnet20 "${DATA[@]}" --threads "${threads:-1}" --lr 0.05 --trace-iters 3)
 
 page2() {
   say 2 "two ranks, naive: one allreduce per parameter after backward"
@@ -127,7 +132,7 @@ page4() {
     | tee "$runs/p4_breakdown.jsonl"
 }
 
-SMALL=(--arch small_cnn "${DATA[@]}" --threads 1 --lr 0.05)
+SMALL=(--arch small_cnn "${DATA[@]}" --threads "${threads:-1}" --lr 0.05)
 
 page5() {
   say 5 "Top-k with and without error feedback against Random-k and dense"
@@ -224,7 +229,7 @@ page9_buckets() {
   local cap link=() caps=()
   [[ ${#LINK[@]} -eq 0 ]] || link=(scripts/netns_run.sh 400mbit --)
   for cap in 1e-9 0.01 0.1 0.25 0.5 25; do
-    "${link[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train --arch resnet20 "${DATA[@]}" --threads 1 \
+    "${link[@]}" "${MPI_LINK[@]}" -np 2 "$ST" train --arch resnet20 "${DATA[@]}" --threads "${threads:-1}" \
       --lr 0.05 --first-bucket-mb $cap --bucket-cap-mb $cap --print-buckets \
       --max-iters "$(long 14 8)" --trace "$runs/p9_cap_$cap.json" --trace-iters 1 \
       --out "$runs/p9_cap_$cap" > "$runs/p9_cap_${cap}_plan.txt" 2>&1
@@ -241,7 +246,7 @@ page10() {
   iters=$(long 200 20)
   # The same 32 images per rank and step: one batch of 32, or two micro-batches of 16.
   "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --max-iters "$iters" --out "$runs/p10_fp32"
-  "${MPI[@]}" -np 2 "$ST" train --arch small_cnn "${NODATA_B[@]}" --threads 1 --lr 0.05 -b 16 \
+  "${MPI[@]}" -np 2 "$ST" train --arch small_cnn "${NODATA_B[@]}" --threads "${threads:-1}" --lr 0.05 -b 16 \
     --accum-steps 2 --max-iters "$iters" --out "$runs/p10_accum2"
   "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --precision bf16 --max-iters "$iters" \
     --out "$runs/p10_bf16"
@@ -254,12 +259,27 @@ page10() {
     "bf16 exchange=$runs/p10_wire_bf16" --smooth 10 -o "$img/10-accum-precision.png"
 }
 
+# Every emulated kernel delayed by 2 ms (as a slower device would take): the host, which
+# only queues, visibly runs ahead of the compute stream.
+EMU_DELAY_US=2000
+
 page11() {
   say 11 "the GPU pipeline on the emulated accelerator: streams, the ready event, the exchange"
-  "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --device emu --first-bucket-mb 0.05 \
-    --max-iters 8 --trace-iters 2 --trace "$runs/p11_emu.json" --out "$runs/p11_emu"
+  SPARSETRAIN_EMU_DELAY_US=$EMU_DELAY_US "${MPI[@]}" -np 2 "$ST" train "${SMALL[@]}" --device emu \
+    --first-bucket-mb 0.05 --max-iters 8 --trace-iters 2 --trace "$runs/p11_emu.json" \
+    --out "$runs/p11_emu"
   $PY scripts/timeline.py "$runs/p11_emu.json" -o "$img/11-emu-timeline.png" --steps 1 \
-    --title "small_cnn on the emulated accelerator (--device emu), 2 buckets, 2 ranks"
+    --title "small_cnn on the emulated accelerator (--device emu, every kernel delayed 2 ms), 2 buckets, 2 ranks"
+}
+
+page13() {
+  say 13 "sharding the optimiser state: ZeRO-1 against DDP's allreduce"
+  # The exercise's exchange (docs/tutorial/diy/step6_sharded_optimizer.cpp) against plain
+  # SGD on every parameter, on 4 ranks.
+  "${MPI[@]}" -np 4 "$build/tests/tutorial_build_test" --gtest_filter='Build.Step6*' --gtest_brief=1
+  "$ST" models --json --channels 1 > "$runs/p13_models.jsonl"
+  $PY scripts/tutorial_plots.py zero "$runs/p13_models.jsonl" --arch small_cnn resnet20 \
+    -o "$img/13-zero.png" | tee "$runs/p13_zero.jsonl"
 }
 
 for p in "${pages[@]}"; do

@@ -16,6 +16,11 @@ scripts/tutorial_figures.sh):
       fits the link's alpha and beta to comm_bench output (scripts/scaling_model.py) and
       projects each measured run's iteration time to 2..256 workers on a switched network;
       --shared-compute NAME gives every curve NAME's compute time
+  tutorial_plots.py zero MODELS.jsonl --arch NAME ... -o PNG
+      per rank and worker count P: the optimiser state (SGD momentum, one float per
+      parameter) and the bytes sent, DDP's ring allreduce against ZeRO stage 1 (reduce-
+      scatter, update a shard, allgather); MODELS.jsonl is `sparsetrain models --json`.
+      Prints one JSON line per architecture and P
 Needs matplotlib (Debian's python3-matplotlib).
 """
 import argparse
@@ -243,6 +248,41 @@ def scaling(a):
     print(f"tutorial_plots: wrote {a.out}")
 
 
+def zero(a):
+    """DDP against ZeRO-1, per rank: state floats and bytes sent, for P = 1 to 256."""
+    with open(a.models) as f:
+        params = {m["name"]: m["params"] for m in map(json.loads, f) if m.get("name")}
+    workers = [2 ** i for i in range(9)]
+    fig, (mem, net) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for arch in a.arch:
+        n = params[arch]
+        rows = []
+        for P in workers:
+            # Ring allreduce: 2 (P - 1)/P n values per rank; ZeRO-1's reduce-scatter and
+            # allgather are its two halves, (P - 1)/P n each (Rajbhandari et al., SC 2020).
+            ring = 2 * (P - 1) / P * n * 4
+            rows.append({"arch": arch, "P": P, "n": n, "ddp_state_floats": n,
+                         "zero1_state_floats": -(-n // P), "ddp_bytes": round(ring),
+                         "zero1_bytes": round((P - 1) / P * n * 4 + (P - 1) / P * n * 4)})
+        for r in rows:
+            print(json.dumps(r))
+        mem.plot(workers, [r["ddp_state_floats"] for r in rows], "o-", label=f"{arch}, DDP")
+        mem.plot(workers, [r["zero1_state_floats"] for r in rows], "s--", label=f"{arch}, ZeRO-1")
+        net.plot(workers, [r["ddp_bytes"] / 1e6 for r in rows], "o-", label=f"{arch}, DDP")
+        net.plot(workers, [r["zero1_bytes"] / 1e6 for r in rows], "s--", label=f"{arch}, ZeRO-1")
+    for ax, title, unit in ((mem, "optimiser state per rank (SGD momentum)", "floats"),
+                            (net, "bytes sent per rank and step", "MB")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("workers P")
+        ax.set_ylabel(unit)
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    mem.set_yscale("log")
+    fig.suptitle("DDP's allreduce against ZeRO stage 1 (computed from the parameter counts)")
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=110)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -267,11 +307,14 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--shared-compute", metavar="NAME",
                    help="every curve takes this run's compute time (default: each its own)")
+    p = sub.add_parser("zero")
+    p.add_argument("models")
+    p.add_argument("--arch", nargs="+", required=True)
     for p in sub.choices.values():
         p.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
     {"plan": plan, "breakdown": breakdown, "balance": balance, "algos": algos,
-     "scaling": scaling}[a.kind](a)
+     "scaling": scaling, "zero": zero}[a.kind](a)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,15 @@ every one of them (ctest tutorial_mutants).
       in which every wrong answer below sits next to the right one, chosen at run time by
       the environment variable ST_TUTORIAL_MUTANT (tests/tutorial/mutant_switch.cpp);
       the build links them into `tutorial_mutant` in place of the library's objects
-  mutants.py run TUTORIAL_MUTANT SPARSETRAIN ALLREDUCE_MUTANT
+  mutants.py run TUTORIAL_MUTANT SPARSETRAIN ALLREDUCE_MUTANT BUILD_MUTANT
       runs each exercise's test once per wrong answer (on 2, 3 and 4 ranks where ranks
       matter, stopping at the first failure) and fails unless the test fails for every
       wrong answer and passes with none; step 8's wrong answers are patched copies of
       scripts/scaling_model.py; step 9's run page 9's program built from the switched
       copy of docs/tutorial/diy/allreduce_algorithms.cpp (ALLREDUCE_MUTANT), which checks
-      every algorithm against MPI_Allreduce on 2, 3 and 4 ranks
+      every algorithm against MPI_Allreduce on 2, 3 and 4 ranks; steps "diy1" to "diy6"
+      (build it yourself) run tests/tutorial/build_test.cpp built from the switched copies
+      of docs/tutorial/diy/step*.cpp (BUILD_MUTANT) on 2, 3 and 4 ranks
   mutants.py list
       prints the wrong answers, one a line
 
@@ -230,6 +232,90 @@ MUTANTS = [
          "    MPI_Sendrecv(x.data() + sb, se - sb, MPI_FLOAT, left, 0, in.data(), re - rb, "
          "MPI_FLOAT, right,\n                 0, comm, MPI_STATUS_IGNORE);\n"),
     ]),
+    # ---- build it yourself (docs/tutorial/diy/), steps "diy1" to "diy6": tests/tutorial/build_test.cpp
+    ("diy-naive-divide-by-two", "diy1", "the naive exchange divides by 2, not P", [
+        ("docs/tutorial/diy/step1_naive_allreduce.cpp", "    for (float& v : g) v /= static_cast<float>(P);\n",
+         "    for (float& v : g) v /= 2.0f;\n"),
+    ]),
+    ("diy-naive-sum", "diy1", "the naive exchange leaves the sum", [
+        ("docs/tutorial/diy/step1_naive_allreduce.cpp", "    for (float& v : g) v /= static_cast<float>(P);\n", ""),
+    ]),
+    ("diy-plan-no-first-cap", "diy2", "every bucket cut at the cap, the first one too", [
+        ("docs/tutorial/diy/step2_buckets.cpp",
+         "    if (plan.empty() || (!plan.back().params.empty() &&\n"
+         "                         4.0 * static_cast<double>(plan.back().numel + sizes[p]) > cap))\n"
+         "      plan.emplace_back();\n",
+         "    if (plan.empty() || (!plan.back().params.empty() &&\n"
+         "                         4.0 * static_cast<double>(plan.back().numel + sizes[p]) > cap_bytes))\n"
+         "      plan.emplace_back();\n"),
+    ]),
+    ("diy-plan-cap-in-floats", "diy2", "the cap compared with a count of floats, not bytes", [
+        ("docs/tutorial/diy/step2_buckets.cpp",
+         "    if (plan.empty() || (!plan.back().params.empty() &&\n"
+         "                         4.0 * static_cast<double>(plan.back().numel + sizes[p]) > cap))\n"
+         "      plan.emplace_back();\n",
+         "    if (plan.empty() || (!plan.back().params.empty() &&\n"
+         "                         1.0 * static_cast<double>(plan.back().numel + sizes[p]) > cap))\n"
+         "      plan.emplace_back();\n"),
+    ]),
+    ("diy-bucket-divide-by-two", "diy2", "a bucket's sum divided by 2, not P", [
+        ("docs/tutorial/diy/step2_buckets.cpp",
+         "    std::transform(packed.begin() + at, packed.begin() + at + static_cast<long>(grads[p].size()),\n"
+         "                   grads[p].begin(), [P](float v) { return v / static_cast<float>(P); });\n",
+         "    std::transform(packed.begin() + at, packed.begin() + at + static_cast<long>(grads[p].size()),\n"
+         "                   grads[p].begin(), [P](float v) { return v / (P > 0 ? 2.0f : 1.0f); });\n"),
+    ]),
+    ("diy-launch-out-of-order", "diy3", "launches each bucket when it completes, not in bucket order", [
+        ("docs/tutorial/diy/step3_overlap.cpp",
+         "  while (next_launch_ < static_cast<int>(plan_.size()) && pending_[next_launch_] == 0)\n"
+         "    queue_.push_back(next_launch_++);\n",
+         "  queue_.push_back(b);\n  ++next_launch_;\n"),
+    ]),
+    ("diy-topk-no-error-feedback", "diy4", "x = g: the residual is dropped, not added", [
+        ("docs/tutorial/diy/step4_topk_error_feedback.cpp", "  for (int i = 0; i < n; ++i) x[i] += g[i];\n",
+         "  for (int i = 0; i < n; ++i) x[i] = g[i];\n"),
+    ]),
+    ("diy-topk-smallest", "diy4", "chooses the k smallest |x|", [
+        ("docs/tutorial/diy/step4_topk_error_feedback.cpp",
+         "  std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(),\n"
+         "                   [&](int a, int b) { return std::fabs(x[a]) > std::fabs(x[b]); });\n",
+         "  std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(),\n"
+         "                   [&](int a, int b) { return std::fabs(x[a]) < std::fabs(x[b]); });\n"),
+    ]),
+    ("diy-residual-kept-where-sent", "diy4", "x is not zeroed at the union", [
+        ("docs/tutorial/diy/step4_topk_error_feedback.cpp", "    x[all[j]] = 0.0f;\n", ""),
+    ]),
+    ("diy-micro-fixed-partition", "diy5", "rank r always compares partition r (no rotation)", [
+        ("docs/tutorial/diy/step5_threshold.cpp",
+         "  for (long i = begin; i < end; ++i)\n"
+         "    if (std::fabs(x[i]) >= tau) chosen.push_back(static_cast<int>(i));\n",
+         "  for (long i = r * q + std::min(static_cast<long>(r), rem);\n"
+         "       i < (r + 1) * q + std::min(static_cast<long>(r) + 1, rem); ++i)\n"
+         "    if (std::fabs(x[i]) >= tau) chosen.push_back(static_cast<int>(i));\n"),
+    ]),
+    ("diy-micro-local-count", "diy5", "tau moved from this rank's count, not the global one", [
+        ("docs/tutorial/diy/step5_threshold.cpp", "  s.tau *= ratio > 1.1 ? 1.005 : ratio > 0.909 ? 1.00125 : 0.995;\n",
+         "  s.tau *= static_cast<double>(chosen.size()) / static_cast<double>(k) + 0.0 * ratio > 1.1\n"
+         "               ? 1.005\n"
+         "               : 0.995;\n"),
+    ]),
+    ("diy-micro-tau-fixed", "diy5", "tau never moves", [
+        ("docs/tutorial/diy/step5_threshold.cpp", "  s.tau *= ratio > 1.1 ? 1.005 : ratio > 0.909 ? 1.00125 : 0.995;\n", "  s.tau *= 1.0 + 0.0 * ratio;\n"),
+    ]),
+    ("diy-shard-not-averaged", "diy6", "the shard's gradient sum used without / P", [
+        ("docs/tutorial/diy/step6_sharded_optimizer.cpp",
+         "    opt.velocity[i] = static_cast<float>(opt.momentum) * opt.velocity[i] + avg;\n",
+         "    opt.velocity[i] = static_cast<float>(opt.momentum) * opt.velocity[i] + avg * P;\n"),
+    ]),
+    ("diy-shard-equal-counts", "diy6", "every shard n / P long: the n mod P last elements never updated", [
+        ("docs/tutorial/diy/step6_sharded_optimizer.cpp", "  return {r * q + std::min<long>(r, rem), q + (r < rem ? 1 : 0)};\n",
+         "  return {r * q + 0 * rem, q};\n"),
+    ]),
+    ("diy-shard-no-allgather", "diy6", "the updated shards are not gathered: each rank updates its own only", [
+        ("docs/tutorial/diy/step6_sharded_optimizer.cpp",
+         "  MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params.data(), counts.data(), offsets.data(),\n"
+         "                 MPI_FLOAT, comm);\n", ""),
+    ]),
     # ---- step 8: scripts/scaling_model.py (patched copies)
     ("ring-steps-p-minus-one", 8, "a ring allreduce in P - 1 steps", [
         ("scripts/scaling_model.py", "        return 2 * (P - 1), 2 * (P - 1) / P * nbytes * shared\n",
@@ -306,9 +392,14 @@ def patched_scaling_model(edits, tmp):
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
-def step_passes(step, name, binary, sparsetrain, allreduce):
-    """(passed, ranks of the failing run or None). step 0: steps 1 to 7 at once."""
+def step_passes(step, name, binary, sparsetrain, allreduce, build):
+    """(passed, ranks of the failing run or None). step 0: steps 1 to 7 at once; "diy":
+    every build-it-yourself step at once."""
     env = dict(os.environ, ST_TUTORIAL_MUTANT=name or "", OMP_NUM_THREADS="1")
+    if isinstance(step, str):  # build it yourself: "diy", or one step "diyN"
+        flt = "Build.*" if step == "diy" else f"Build.Step{step[3:]}*"
+        return gtest_passes([build, f"--gtest_filter={flt}", "--gtest_brief=1"], [2, 3, 4],
+                            env, name)
     if step == 9:  # page 9's program checks every algorithm against MPI_Allreduce
         for P in (2, 3, 4):
             cmd = MPI + ["-np", str(P), allreduce, "--min-bytes", "4", "--max-bytes", "65536",
@@ -328,9 +419,15 @@ def step_passes(step, name, binary, sparsetrain, allreduce):
             r = subprocess.run([sys.executable, os.path.join(HERE, "scaling_exercise_test.py"),
                                 sparsetrain], env=env, capture_output=True, text=True, timeout=120)
         return r.returncode == 0, None if r.returncode == 0 else 1
-    for P in ([1] if step in (1, 11) else [2, 3, 4]):
-        flt = "Step*" if step == 0 else f"Step{step}.*"
-        cmd = MPI + ["-np", str(P), binary, f"--gtest_filter={flt}", "--gtest_brief=1"]
+    flt = "Step*" if step == 0 else f"Step{step}.*"
+    return gtest_passes([binary, f"--gtest_filter={flt}", "--gtest_brief=1"],
+                        [1] if step in (1, 11) else [2, 3, 4], env, name)
+
+
+def gtest_passes(args, ranks, env, name):
+    """A test binary run on each rank count in turn, stopping at the first failure."""
+    for P in ranks:
+        cmd = MPI + ["-np", str(P)] + args
         try:
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
@@ -342,19 +439,20 @@ def step_passes(step, name, binary, sparsetrain, allreduce):
     return True, None
 
 
-def run(binary, sparsetrain, allreduce):
+def run(binary, sparsetrain, allreduce, build):
     bad = []
     # The right answers first (steps 1 to 7 in one run per rank count), then every wrong
     # one, two at a time (CI has two cores; the runs mostly wait in MPI start-up).
-    for step in (0, 8, 9):
-        ok, _ = step_passes(step, None, binary, sparsetrain, allreduce)
-        what = "steps 1-7, 10 and 11" if step == 0 else f"step {step}"
+    for step in (0, 8, 9, "diy"):
+        ok, _ = step_passes(step, None, binary, sparsetrain, allreduce, build)
+        what = ("steps 1-7, 10 and 11" if step == 0 else
+                "build it yourself" if step == "diy" else f"step {step}")
         print(f"{'ok  ' if ok else 'FAIL'} {what}, right answers: pass")
         if not ok:
             bad.append(f"{what} fail with the right answers")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda m: step_passes(m[1], m[0], binary, sparsetrain, allreduce),
-                                MUTANTS))
+        results = list(pool.map(
+            lambda m: step_passes(m[1], m[0], binary, sparsetrain, allreduce, build), MUTANTS))
     for (name, step, why, _), (ok, P) in zip(MUTANTS, results):
         where = "" if ok or step == 8 else f" on {P} rank{'s' if P > 1 else ''}"
         print(f"{'FAIL' if ok else 'ok  '} step {step} {name} ({why}): "
@@ -370,8 +468,8 @@ def run(binary, sparsetrain, allreduce):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "generate":
         generate(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 5 and sys.argv[1] == "run":
-        run(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 6 and sys.argv[1] == "run":
+        run(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     elif len(sys.argv) == 2 and sys.argv[1] == "list":
         for name, step, why, _ in MUTANTS:
             print(f"step {step}: {name}: {why}")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tutorial's pages, run and checked (docs/tutorial/; ctest tutorial_pages_run, then
-# tutorial_page1..11):
+# tutorial_page1..11 and 13):
 #   tests/tutorial/pages_test.sh BUILD_DIR run RUNS_DIR     every page's command, full length
 #   tests/tutorial/pages_test.sh BUILD_DIR check RUNS_DIR PAGE
 # `run` is scripts/tutorial_figures.sh into RUNS_DIR (pictures into RUNS_DIR/img) and
@@ -54,6 +54,7 @@ case $page in
   10) finished p10_fp32 p10_accum2 p10_bf16 p10_fp16 p10_wire_bf16
       need img/10-accum-precision.png ;;
   11) finished p11_emu; need p11_emu.json img/11-emu-timeline.png ;;
+  13) need p13_models.jsonl p13_zero.jsonl img/13-zero.png ;;
   *) echo "pages_test: no page $page" >&2; exit 2 ;;
 esac
 link=()

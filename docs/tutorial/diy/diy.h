@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace diy {
@@ -91,5 +92,24 @@ class OverlapExchanger {
   bool stop_ = false;
   std::thread worker_;
 };
+
+}  // namespace diy
+
+namespace diy {
+
+// Step 6 (step6_sharded_optimizer.cpp): the optimiser state sharded (ZeRO stage 1). Rank r
+// owns shard r of the flat parameters (P near-equal shards, the first n mod P one longer)
+// and keeps SGD's momentum for that shard only. A step: reduce-scatter the gradients (each
+// rank receives the sum of its shard), divide by P, update the shard (v = m v + g,
+// p -= lr v, as torch.optim.SGD), then allgather the updated shards so every rank holds
+// all parameters again.
+struct ShardedSgd {
+  double lr = 0.1, momentum = 0.9;
+  std::vector<float> velocity;  // this rank's shard only
+};
+// This rank's shard of n elements over P ranks: {first element, count}.
+std::pair<long, long> shard_of(long n, int P, int r);
+void sharded_sgd_step(std::vector<float>& params, const std::vector<float>& grad, ShardedSgd& opt,
+                      MPI_Comm comm);
 
 }  // namespace diy

@@ -105,7 +105,7 @@
     (&b), ())
 
 // --- Threshold extras: counts and compactions the threshold-search methods need
-// (RedSync, SAGE, MiCRO, ExDyna, DGC's sampled top-k, SIDCo's multi-stage fit). ---
+// (RedSync, SAGE, MiCRO, ExDyna, the sampled top-k, SIDCo's multi-stage fit). ---
 #define ST_BULK_THRESHOLD_OPS(X)                                                                  \
   /* Count of |x| >= tau (> when strict) in r (host value). */                                    \
   X(ThresholdOps, Wait, int64_t, count_abs,                                                       \

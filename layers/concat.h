@@ -8,7 +8,7 @@
 
 namespace st {
 
-class Concat : public Container {
+class Concat : public RoutingContainer {
  public:
   // Appends a branch; `name` becomes its path segment ("b1" in "a3.b1.0.weight").
   Concat& add(const std::string& name, LayerPtr branch);
@@ -18,15 +18,10 @@ class Concat : public Container {
 
  protected:
   std::vector<std::pair<std::string, Layer*>> children() override;
-  Tensor forward_cpu(const Tensor& x) override { return route_forward(x); }
-  Tensor backward_cpu(const Tensor& dy) override { return route_backward(dy); }
-  Tensor forward_cuda(const Tensor& x) override { return route_forward(x); }
-  Tensor backward_cuda(const Tensor& dy) override { return route_backward(dy); }
+  Tensor route_forward(const Tensor& x) override;
+  Tensor route_backward(const Tensor& dy) override;
 
  private:
-  Tensor route_forward(const Tensor& x);
-  Tensor route_backward(const Tensor& dy);
-
   std::vector<std::pair<std::string, LayerPtr>> branches_;
   std::vector<Shape> out_shapes_;  // each branch's output in the last forward
 };

@@ -26,6 +26,20 @@ class Container : public Layer {
   virtual std::vector<std::pair<std::string, Layer*>> children() = 0;
 };
 
+// A container whose forward and backward route through its children with device-generic
+// operations (core/ops.h), written once for every device: on the emulated device they run
+// on the host (routes_on_host), each child's work queued on the stream. Residual, Concat
+// and SqueezeExcite.
+class RoutingContainer : public Container {
+ protected:
+  virtual Tensor route_forward(const Tensor& x) = 0;
+  virtual Tensor route_backward(const Tensor& dy) = 0;
+  Tensor forward_cpu(const Tensor& x) final { return route_forward(x); }
+  Tensor backward_cpu(const Tensor& dy) final { return route_backward(dy); }
+  Tensor forward_cuda(const Tensor& x) final { return route_forward(x); }
+  Tensor backward_cuda(const Tensor& dy) final { return route_backward(dy); }
+};
+
 class Sequential : public Container {
  public:
   // Appends a child. `name` becomes a path segment in parameter names; an empty name
@@ -54,7 +68,7 @@ class Sequential : public Container {
   std::vector<std::string> paths_;  // observer names of the children
 };
 
-class Residual : public Container {
+class Residual : public RoutingContainer {
  public:
   // `main` is transparent in names; `shortcut` (nullptr = identity) is named
   // `shortcut_name` ("downsample" in torchvision).
@@ -64,17 +78,11 @@ class Residual : public Container {
 
  protected:
   std::vector<std::pair<std::string, Layer*>> children() override;
-  // The routing and the add are device-generic (core/ops.h): on the emulated device they
-  // run on the host (routes_on_host), each child and the add queued on the stream.
-  Tensor forward_cpu(const Tensor& x) override { return route_forward(x); }
-  Tensor backward_cpu(const Tensor& dy) override { return route_backward(dy); }
-  Tensor forward_cuda(const Tensor& x) override { return route_forward(x); }
-  Tensor backward_cuda(const Tensor& dy) override { return route_backward(dy); }
+  // The main path plus the shortcut, the add device-generic too.
+  Tensor route_forward(const Tensor& x) override;
+  Tensor route_backward(const Tensor& dy) override;
 
  private:
-  Tensor route_forward(const Tensor& x);
-  Tensor route_backward(const Tensor& dy);
-
   LayerPtr main_, shortcut_;
   std::string shortcut_name_;
 };

@@ -12,7 +12,7 @@
 
 namespace st {
 
-class SqueezeExcite : public Container {
+class SqueezeExcite : public RoutingContainer {
  public:
   SqueezeExcite(int64_t channels, int64_t reduced, Rng& rng);
   std::string describe() const override {
@@ -21,16 +21,11 @@ class SqueezeExcite : public Container {
 
  protected:
   std::vector<std::pair<std::string, Layer*>> children() override { return {{"", squeeze_.get()}}; }
-  Tensor forward_cpu(const Tensor& x) override { return route_forward(x); }
-  Tensor backward_cpu(const Tensor& dy) override { return route_backward(dy); }
-  Tensor forward_cuda(const Tensor& x) override { return route_forward(x); }
-  Tensor backward_cuda(const Tensor& dy) override { return route_backward(dy); }
+  Tensor route_forward(const Tensor& x) override;
+  // dL/dx = dy * s + (the squeeze's backward of dL/ds = sum over h, w of dy * x).
+  Tensor route_backward(const Tensor& dy) override;
 
  private:
-  Tensor route_forward(const Tensor& x);
-  // dL/dx = dy * s + (the squeeze's backward of dL/ds = sum over h, w of dy * x).
-  Tensor route_backward(const Tensor& dy);
-
   int64_t channels_, reduced_;
   std::unique_ptr<Sequential> squeeze_;
   Tensor x_, s_;

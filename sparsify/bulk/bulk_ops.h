@@ -115,6 +115,19 @@ class Ops {
   static void set_storage(Buffer& b, Tensor t) {
     b.storage_ = std::move(t);
   }
+  // A pass's buffers (run_pass) as the addresses `address(buffer)` gives: host pointers
+  // for the CPU implementation, device pointers for CUDA; null for absent or empty ones.
+  template <class Address>
+  static PassMemory pass_memory(const PassBuffers& b, Address address) {
+    PassMemory m;
+    for (int i = 0; i < b.count(); ++i) {
+      const Buffer* x = b.at(i);
+      if (x == nullptr || x->empty()) continue;
+      m.data[static_cast<size_t>(i)] = address(*x);
+      m.size[static_cast<size_t>(i)] = x->size();
+    }
+    return m;
+  }
 };
 
 using OpsPtr = std::unique_ptr<Ops>;

@@ -222,25 +222,14 @@ void CpuOps::zero_at(const Buffer& idx, Buffer& y) {
   for (int64_t j = 0; j < idx.size(); ++j) yp[ip[j]] = 0.0f;
 }
 
-PassMemory CpuOps::pass_memory(const PassBuffers& b) {
-  PassMemory m;
-  for (int i = 0; i < b.count(); ++i) {
-    const Buffer* x = b.at(i);
-    if (x == nullptr || x->empty()) continue;
-    m.data[static_cast<size_t>(i)] = memory(*x);
-    m.size[static_cast<size_t>(i)] = x->size();
-  }
-  return m;
-}
-
 void CpuOps::run_pass(const PassPtr& p, const PassBuffers& b) {
   ST_CHECK(p != nullptr, "bulk::Ops::run_pass: no pass given");
-  p->on_host(pass_memory(b));
+  p->on_host(pass_memory(b, [this](const Buffer& x) { return memory(x); }));
 }
 
 PassResult CpuOps::run_pass_waiting(const PassPtr& p, const PassBuffers& b) {
   ST_CHECK(p != nullptr, "bulk::Ops::run_pass_waiting: no pass given");
-  return p->on_host(pass_memory(b));
+  return p->on_host(pass_memory(b, [this](const Buffer& x) { return memory(x); }));
 }
 
 // First appearance in rank order, marked in a flag array that is cleared again

@@ -290,27 +290,20 @@ void CudaOps::zero_at(const Buffer& idx, Buffer& y) {
   launch(idx.size(), cuda::current_stream(dev()), zero_at_kernel, i32(idx), f32(y));
 }
 
-PassMemory CudaOps::pass_memory(const PassBuffers& b) {
-  PassMemory m;
-  for (int i = 0; i < b.count(); ++i) {
-    const Buffer* x = b.at(i);
-    if (x == nullptr || x->empty()) continue;
-    m.data[static_cast<size_t>(i)] = storage(*x).raw();
-    m.size[static_cast<size_t>(i)] = x->size();
-  }
-  return m;
+void* CudaOps::device_address(const Buffer& b) {
+  return storage(b).raw();
 }
 
 void CudaOps::run_pass(const PassPtr& p, const PassBuffers& b) {
   ST_CHECK(p != nullptr, "bulk::Ops::run_pass: no pass given");
   cuda::DeviceGuard guard(dev());
-  p->on_cuda(pass_memory(b));
+  p->on_cuda(pass_memory(b, device_address));
 }
 
 PassResult CudaOps::run_pass_waiting(const PassPtr& p, const PassBuffers& b) {
   ST_CHECK(p != nullptr, "bulk::Ops::run_pass_waiting: no pass given");
   cuda::DeviceGuard guard(dev());
-  return p->on_cuda(pass_memory(b));
+  return p->on_cuda(pass_memory(b, device_address));
 }
 
 Buffer CudaOps::slice(const Buffer& b, int64_t begin, int64_t n) {

@@ -48,8 +48,6 @@ class CpuOps : ST_BULK_FAMILIES(ST_BULK_PUBLIC_BASE) public Ops {
   virtual void on_comm_tensors(Communicator& comm, const std::vector<Tensor*>& inputs,
                                const std::vector<Tensor*>& outputs,
                                const std::function<void()>& op);
-  // Host pointers to a pass's buffers (run_pass).
-  PassMemory pass_memory(const PassBuffers& b);
   // Copies a selection kernel's output into `out` (I32).
   void put_indices(const std::vector<int32_t>& v, Buffer& out);
 

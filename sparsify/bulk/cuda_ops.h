@@ -60,8 +60,8 @@ class CudaOps : ST_BULK_FAMILIES(ST_BULK_PUBLIC_BASE) public Ops {
   static const uint32_t* u32(const Buffer& b) { return reinterpret_cast<const uint32_t*>(i32(b)); }
   // A tensor viewing exactly the buffer's size() elements (collectives).
   static Tensor view(const Buffer& b);
-  // Device pointers to a pass's buffers (run_pass).
-  static PassMemory pass_memory(const PassBuffers& b);
+  // Where a buffer's elements are on the device (run_pass).
+  static void* device_address(const Buffer& b);
   int dev() const { return device_.index; }
   // Copies `bytes` from device memory to `host` through the pinned staging buffer and
   // waits for this thread's stream.

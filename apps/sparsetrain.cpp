@@ -152,9 +152,12 @@ void print_result(const st::LmResult& r, const st::Communicator& comm) {
 
 void print_result(const st::NcfResult& r, const st::Communicator& comm) {
   if (comm.rank() != 0) return;
-  std::printf("{\"steps\":%ld,\"seconds\":%.1f", static_cast<long>(r.steps), r.seconds);
+  std::printf("{");
+  if (r.steps > 0)  // else the evaluation of a checkpoint
+    std::printf("\"steps\":%ld,\"seconds\":%.1f%s", static_cast<long>(r.steps), r.seconds,
+                r.evaluated ? "," : "");
   if (r.evaluated)
-    std::printf(",\"test_loss\":%.4f,\"hr10\":%.4f,\"ndcg10\":%.4f", r.test_loss, r.hr10, r.ndcg10);
+    std::printf("\"test_loss\":%.4f,\"hr10\":%.4f,\"ndcg10\":%.4f", r.test_loss, r.hr10, r.ndcg10);
   std::printf("}\n");
 }
 
@@ -313,6 +316,8 @@ void run_eval(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
     if (!given(cli.eval_options, st::flag_of(&st::TrainConfig::dataset)))
       ec.dataset.clear();  // the checkpoint's corpus
     print_result(st::evaluate_lm_checkpoint(ec, cli.checkpoint, *comm), *comm);
+  } else if (st::is_ncf_checkpoint(cli.checkpoint)) {
+    print_result(st::evaluate_ncf_checkpoint(ec, cli.checkpoint, *comm), *comm);
   } else {
     print_result(st::evaluate_checkpoint(ec, cli.checkpoint, *comm), *comm);
   }

@@ -61,7 +61,8 @@ std::vector<FlagRow> data_rows() {
        .saved_by = SavedBy::lm},
       {.names = "--synthetic-size",
        .field = &TrainConfig::synthetic_size,
-       .help = "examples per epoch for --dataset synthetic (0 = 50000)",
+       .help = "examples per epoch for --dataset synthetic (0 = 50000); users of synthetic-ncf "
+               "(0 = 1000)",
        .show_default = false,
        .eval_too = true,
        .range = in_range(0, false, kMaxInt32, false),

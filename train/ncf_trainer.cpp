@@ -6,11 +6,13 @@
 
 #include "comm/communicator.h"
 #include "core/parallel.h"
+#include "core/safetensors.h"
 #include "core/word_list.h"
 #include "data/implicit_feedback.h"
 #include "layers/bce_with_logits.h"
 #include "models/ncf.h"
 #include "optim/lr_schedule.h"
+#include "train/checkpoint.h"
 #include "train/flags.h"
 #include "train/ranking_eval.h"
 #include "train/run_folder.h"
@@ -176,6 +178,35 @@ NcfResult train_ncf(const TrainConfig& c, Communicator& comm) {
   result.mean_step_ms = r.mean_step_ms;
   result.interrupted_by = r.interrupted_by;
   return result;
+}
+
+}  // namespace st
+
+namespace st {
+
+bool is_ncf_checkpoint(const std::string& checkpoint) {
+  const std::map<std::string, std::string> meta = load_safetensors_metadata(checkpoint);
+  const auto it = meta.find("arch");
+  return it != meta.end() && it->second == "ncf";
+}
+
+NcfResult evaluate_ncf_checkpoint(const TrainConfig& config, const std::string& checkpoint,
+                                  Communicator& comm) {
+  const std::map<std::string, std::string> meta = load_safetensors_metadata(checkpoint);
+  TrainConfig c = config;
+  c.arch = "ncf";
+  c.dataset = meta_string(meta, "dataset", checkpoint);
+  c.seed = static_cast<uint64_t>(meta_int(meta, "seed", checkpoint, 0));
+  c.synthetic_size = meta_int(meta, "synthetic_size", checkpoint, 0);
+  NcfTask task(c, comm);
+  load_checkpoint(checkpoint, task.model(), nullptr, nullptr, {}, c.allow_unknown_tensors);
+  task.evaluate(true);
+  NcfResult r;
+  r.evaluated = true;
+  r.test_loss = task.last().loss;
+  r.hr10 = task.last().hr;
+  r.ndcg10 = task.last().ndcg;
+  return r;
 }
 
 }  // namespace st

@@ -33,4 +33,11 @@ struct NcfResult {
 // Runs NCF training on `comm`'s ranks; throws st::Error with a one-line reason.
 NcfResult train_ncf(const TrainConfig& config, Communicator& comm);
 
+// Whether `checkpoint` holds an NCF run (its metadata's arch).
+bool is_ncf_checkpoint(const std::string& checkpoint);
+// HR@10 and NDCG@10 of `checkpoint` on the dataset, seed and synthetic size it was trained
+// with (they fix the split and the negatives; --data-dir locates ratings.csv). Collective.
+NcfResult evaluate_ncf_checkpoint(const TrainConfig& config, const std::string& checkpoint,
+                                  Communicator& comm);
+
 }  // namespace st

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # NCF from the CLI (`--arch ncf` on the synthetic implicit-feedback set): HR@10 after a few
 # epochs well above a random ranking's 0.10 on 1 rank, and on 2 ranks with MiCRO at
-# d = 0.01; the epoch rows carry hr10 and ndcg10; the emulated device gives the CPU's
-# losses and checkpoint bit for bit; a mid-epoch resume reproduces the uninterrupted run;
-# evaluation of the checkpoint on 1 and 2 ranks repeats the run's figures; a bad --dataset and a malformed ratings.csv are refused in one line.
+# d = 0.01; the epoch rows carry hr10 and ndcg10; evaluation of the checkpoint on 1 and 2
+# ranks repeats the run's figures; the emulated device gives the CPU's losses and
+# checkpoint bit for bit; a mid-epoch resume reproduces the uninterrupted run; every
+# sparsifier trains it; `models` lists it at MovieLens-20M's size; a bad --dataset and a
+# malformed ratings.csv are refused in one line.
 #   tests/apps/ncf_train_test.sh path/to/sparsetrain mpiexec
 set -uo pipefail
 bin=$1
@@ -13,7 +15,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 mpi() { local np=$1; shift; "$mpiexec" --allow-run-as-root --oversubscribe -np "$np" "$@"; }
-ncf=(--arch ncf --dataset synthetic-ncf --synthetic-size 600 --seed 2 --threads 1 -q)
+base=(--arch ncf --dataset synthetic-ncf --seed 2 --threads 1 -q)
+ncf=("${base[@]}" --synthetic-size 600)
 min_hr=0.30  # a random ranking scores 0.10
 
 # hr10 of the JSON line a run prints last.
@@ -69,6 +72,20 @@ mpi 2 "$bin" train "${ncf[@]}" --epochs 1 --max-iters 12 --sparsifier micro --de
 /usr/bin/python3 "$root/scripts/compare_checkpoints.py" --rtol 0 "$tmp/dev_cpu/checkpoint.safetensors" \
   "$tmp/resume/checkpoint.safetensors" >"$tmp/cmp.txt" ||
   fail "the resumed run differs from the uninterrupted one: $(cat "$tmp/cmp.txt")"
+
+# Every method of `sparsetrain sparsifiers` trains NCF on 2 ranks (VGC reads the
+# embeddings' per-sample squared gradients) and ends with finite figures.
+mapfile -t methods < <("$bin" sparsifiers --json | /usr/bin/python3 -c '
+import json, sys
+for m in json.load(sys.stdin)["sparsifiers"]:
+    print(m["name"])')
+[[ ${#methods[@]} -gt 10 ]] || fail "sparsifiers --json listed ${#methods[@]} methods"
+for m in "${methods[@]}"; do
+  mpi 2 "$bin" train "${base[@]}" --synthetic-size 200 --epochs 1 --max-iters 6 --sparsifier "$m" \
+    --density 0.05 --out "$tmp/m_$m" >"$tmp/m_$m.log" 2>&1 || fail "$m: $(grep -m1 error "$tmp/m_$m.log")"
+  hr=$(hr10_of "$tmp/m_$m.log")
+  above "$hr" 0 || fail "$m: no HR@10: $(tail -1 "$tmp/m_$m.log")"
+done
 
 # The listing builds the MovieLens-20M model, whatever --classes says.
 "$bin" models --json --classes 7 >"$tmp/models.jsonl" 2>&1 || fail "models: $(cat "$tmp/models.jsonl")"

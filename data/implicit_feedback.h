@@ -19,8 +19,8 @@ inline const std::vector<std::string>& ncf_dataset_names() {
   return names;
 }
 
-// Items ranked with each user's test positive (MLPerf: 999 in v0.5, 99 in He et al. and
-// MiCRO); HR@10 of a random ranking is 10 / (1 + kEvalNegatives).
+// Items ranked with each user's test positive (He et al. 2017 sec. 4.1); HR@10 of a random
+// ranking is 10 / (1 + kEvalNegatives).
 inline constexpr int kEvalNegatives = 99;
 
 struct ImplicitFeedback {

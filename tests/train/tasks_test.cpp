@@ -35,7 +35,7 @@ TEST(PaperTasks, EveryTableRowOfThePapers) {
         "sidco_resnet20_cifar10", "sidco_vgg16_cifar10", "sidco_resnet50_imagenet",
         "sidco_lstm_ptb"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
-  EXPECT_EQ(names.size(), 25u);
+  EXPECT_EQ(names.size(), 24u);  // 10 of MiCRO, 9 of ExDyna, 4 of SIDCo, the stand-in
 }
 
 TEST(PaperTasks, ThePapersValues) {

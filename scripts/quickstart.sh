@@ -6,7 +6,7 @@
 #   scripts/quickstart.sh [--build DIR] [--out DIR] [--np N] [--epochs E] [--no-install]
 #                         [--dry-run]
 # --dry-run checks the arguments and prints each step's command without running any.
-# Prints where the checkpoint and the plot are. About 10 minutes on 2 cores (README.md).
+# Prints where the checkpoint and the plot are. Timing: README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +41,7 @@ compile=(cmake --build "$build" --target sparsetrain -j "$(nproc)")
 train=("${launcher[@]}" "$build/apps/sparsetrain" train --arch resnet20
   --dataset fashion-mnist --epochs "$epochs" --sparsifier micro --density 0.01 --threads 1
   --workers 1 --log-every 20 --out "$out" --overwrite)
-plot=(python3 scripts/plot.py "$out" -o "$out/curves.png" --title "ResNet-20, Fashion-MNIST, MiCRO d=0.01, $np ranks")
+plot=(/usr/bin/python3 scripts/plot.py "$out" -o "$out/curves.png" --title "ResNet-20, Fashion-MNIST, MiCRO d=0.01, $np ranks")
 
 step() {  # a title, then the command
   local title=$1

@@ -133,13 +133,15 @@ bool on_cpu(Layer& model) {
 // Each leaf's output shape in one evaluation-mode forward of zeros shaped `input`.
 std::map<const Layer*, Shape> output_shapes(Layer& model, const Shape& input) {
   std::map<const Layer*, Shape> shapes;
-  const bool was_training = model.training();
-  model.set_training(false);
-  {
-    ForwardWatch watch([&](const Layer& layer, const Tensor& y) { shapes[&layer] = y.shape(); });
-    model.forward(Tensor::zeros(input));
-  }
-  model.set_training(was_training);
+  // The model's mode comes back also when the forward throws (an input it cannot take).
+  struct EvalMode {
+    Layer& model;
+    const bool was_training = model.training();
+    explicit EvalMode(Layer& m) : model(m) { model.set_training(false); }
+    ~EvalMode() { model.set_training(was_training); }
+  } eval_mode(model);
+  ForwardWatch watch([&](const Layer& layer, const Tensor& y) { shapes[&layer] = y.shape(); });
+  model.forward(Tensor::zeros(input));
   return shapes;
 }
 

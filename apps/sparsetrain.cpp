@@ -1,6 +1,6 @@
-// The sparsetrain command line: `train`, `eval`, `sparsifiers`, `models`, `pack`. Parsing and
-// printing only; the work (and each kind of training's defaults) is in train/. Every error becomes
-// one line on stderr and exit code 1 (2 for bad flags).
+// The sparsetrain command line: `train`, `eval`, `sparsifiers`, `models`, `tasks`, `pack`. Parsing
+// and printing only; the work (and each kind of training's defaults) is in train/. Every error
+// becomes one line on stderr and exit code 1 (2 for bad flags).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -31,6 +31,8 @@
 #include "train/flags.h"
 #include "train/lm_trainer.h"
 #include "train/ncf_trainer.h"
+#include "train/presets.h"
+#include "train/tasks.h"
 #include "train/trainer.h"
 
 namespace {
@@ -192,6 +194,8 @@ struct Cli {
   bool models_json = false;
   int64_t models_classes = 10, models_channels = 3;
   std::string models_summary;
+  CLI::App* tasks = nullptr;
+  bool tasks_json = false;
   CLI::App* pack = nullptr;
   st::PackOptions po;
   std::string pack_in, pack_out;
@@ -249,6 +253,16 @@ void add_subcommands(Cli& cli) {
       ->check(arch_name())
       ->excludes(models_json);
 
+  cli.tasks = cli.app.add_subcommand(
+      "tasks",
+      "list the sparsification papers' tasks (MiCRO, ExDyna, SIDCo): model, dataset, their "
+      "hyper-parameters, whether the model and the data are here, and the command that runs "
+      "each (scripts/reproduce.sh --task NAME)");
+  cli.tasks->add_flag("--json", cli.tasks_json,
+                      "one JSON object per line: name, paper, arch, arch_available, preset, "
+                      "dataset, data_dir, data_present, data_hint, ranks, batch, lr, epochs, "
+                      "density, sparsifier, train_args, command, source");
+
   cli.ec.arch.clear();
   cli.eval = cli.app.add_subcommand("eval", "evaluate a checkpoint on the test split");
   cli.eval_options = add_flags(cli.eval, cli.ec, true);
@@ -267,8 +281,10 @@ void add_subcommands(Cli& cli) {
 // `sparsetrain train`; returns the exit code.
 int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   st::TrainConfig& tc = cli.tc;
-  const auto flag_given = [&](const st::FlagRow& row) { return given(cli.train_options, row); };
-  // The language model's defaults first; an optimizer's own defaults override them.
+  // A preset's flags where the command line gives none, then the language model's
+  // defaults; an optimizer's own defaults override them.
+  const st::FlagGiven flag_given =
+      st::apply_preset(tc, [&](const st::FlagRow& row) { return given(cli.train_options, row); });
   st::check_lm_only_flags(tc, flag_given);
   if (tc.arch == "lstm") st::apply_lm_defaults(tc, flag_given);
   if (tc.arch == "ncf") st::apply_ncf_defaults(tc, flag_given);
@@ -341,6 +357,10 @@ int run(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
         st::count_archs(cli.models_classes, cli.models_channels);
     std::fputs((cli.models_json ? st::models_json(rows) : st::models_listing(rows)).c_str(),
                stdout);
+    return 0;
+  }
+  if (*cli.tasks) {
+    std::fputs((cli.tasks_json ? st::tasks_json() : st::tasks_listing()).c_str(), stdout);
     return 0;
   }
   if (*cli.pack) {

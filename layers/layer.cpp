@@ -12,6 +12,7 @@
 #include "core/kernels/half.h"
 #include "core/layout.h"
 #include "layers/emu_dispatch.h"
+#include "layers/forward_watch.h"
 
 namespace st {
 
@@ -87,7 +88,9 @@ Tensor Layer::forward(const Tensor& x) {
   // On an emulated device the conversion is part of the layer's task.
   const auto body = [&] { return forward_cpu(as_taken(*this, x)); };
   if (x.device().is_emu()) return run_on_emu(x.device(), body);
-  return body();
+  Tensor y = body();
+  ForwardWatch::notify(*this, y);
+  return y;
 }
 
 Tensor Layer::backward(const Tensor& dy) {
@@ -195,6 +198,22 @@ Tensor Layer::queue_backward(const Tensor& dy, const Queued& shapes) {
     emu::note_read(emu::current_stream(d.index), p->value.block_address(), p->value.nbytes(),
                    describe() + "'s input-gradient kernel");
   return dx;
+}
+
+namespace {
+thread_local ForwardWatch* active_watch = nullptr;
+}  // namespace
+
+ForwardWatch::ForwardWatch(Fn fn) : fn_(std::move(fn)), previous_(active_watch) {
+  active_watch = this;
+}
+
+ForwardWatch::~ForwardWatch() {
+  active_watch = previous_;
+}
+
+void ForwardWatch::notify(const Layer& layer, const Tensor& y) {
+  if (active_watch != nullptr) active_watch->fn_(layer, y);
 }
 
 Tensor Layer::forward_cuda(const Tensor&) {

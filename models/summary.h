@@ -41,18 +41,36 @@ struct LayerRow {
   std::string path;  // dotted path, the parameters' names without their last part
   std::string type;  // describe(), e.g. "Conv2d(64->64, k3, s1)"
   int64_t params = 0;
+  Shape output = {};  // its output for the input given to layer_rows (empty: none given)
+  int64_t macs = 0;   // multiply-adds of that forward, counted as multiply_adds() does
 };
 
+// Multiply-adds of one layer's forward with output shape `y`, as torchinfo counts them
+// (its LayerInfo.calculate_macs): a convolution (a type whose name holds "Conv", as
+// torchinfo tests the class name) costs each weight and bias element once per output
+// position, (weight + bias elements) x N x H_out x W_out, which
+// for a weight [C_out, C_in/groups, kh, kw] is C_out (C_in/groups) kh kw H_out W_out
+// per image; any other layer costs its parameter elements once per example, N x
+// elements (Linear: in x out + out; BatchNorm: its scale and shift, 2C). Layers without
+// parameters (activations, pooling, the residual add) count 0, as in torchinfo.
+int64_t multiply_adds(Layer& layer, const Shape& y);
+
 // The leaves of `model` (layers that are not containers) that own parameters, depth
-// first (forward order for the built-in models). Reads the structure only: nothing is
-// allocated and no forward runs, so it is cheap for any model size.
-std::vector<LayerRow> layer_rows(Layer& model);
-// The table of layers: path, type, parameters per row, then the total and the kinds of
-// parameter-free layers left out (activations, pooling, reshaping: containers do not say
-// their children's names, so those layers have no path to print). `title` is its first
-// line. This is what a training run would print before its first step.
-std::string layer_table(Layer& model, const std::string& title);
-// `sparsetrain models --summary ARCH`: the table of `arch` built as count_arch does.
+// first (forward order for the built-in models). Without `input` it reads the structure
+// only (nothing is allocated, no forward runs). With `input` (e.g. [1, 3, 32, 32]) and
+// the model on the CPU, one forward of zeros in evaluation mode (no BatchNorm statistic
+// or dropout mask changes; the training flag is restored) gives each row's output shape
+// and multiply-adds.
+std::vector<LayerRow> layer_rows(Layer& model, const Shape& input = {});
+// The table of layers: path, type, (with `input`: output shape), parameters, (with
+// `input`: multiply-adds) per row, then the total and the kinds of parameter-free layers
+// left out (activations, pooling, reshaping: containers do not say their children's
+// names, so those layers have no path to print). `title` is its first line. This is what
+// a training run prints before its first step (`train --summary`). A model off the CPU
+// gets the table without shapes, with a line saying why.
+std::string layer_table(Layer& model, const std::string& title, const Shape& input = {});
+// `sparsetrain models --summary ARCH`: the table of `arch` built as count_arch does, with
+// the output shapes and multiply-adds of one example at the row's natural input size.
 std::string arch_summary(const std::string& arch, int64_t classes, int64_t channels);
 
 // 11173962 -> "11,173,962".

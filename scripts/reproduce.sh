@@ -5,6 +5,10 @@
 # the figures and the scaling-model fit. Interrupt it any time and run it again to resume.
 #   scripts/reproduce.sh [--quick] [--config FILE] [--out DIR] [--build DIR] [--dry-run]
 #                        [--only A,B] [--no-report] [--report-only]
+#   scripts/reproduce.sh --task NAME [--epochs E] [--np N] [--max-iters K] [--dry-run]
+# --task runs one paper task of `sparsetrain tasks` with its command (--epochs shortens it
+# for a smoke run) into runs/tasks/NAME, or refuses in one line naming the missing model
+# or dataset and where its files go.
 # --quick runs scripts/experiments/quick.conf (about 20 minutes on 2 cores) into
 # runs/reproduce_quick; the default is scripts/experiments/full.conf into runs/reproduce.
 # The build defaults to ./build (or $SPARSETRAIN_BUILD) and needs the sparsetrain and

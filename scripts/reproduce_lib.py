@@ -5,6 +5,8 @@ summary tables and the figures. See docs/REPRODUCE.md for the config format.
 
   scripts/reproduce_lib.py [--quick] [--config FILE] [--out DIR] [--build DIR] [--dry-run]
                            [--only SUBSTRING] [--no-report]
+  scripts/reproduce_lib.py --task NAME [--epochs E] [--np N] [--max-iters K] [--out DIR]
+                           [--build DIR] [--dry-run]
 """
 import argparse
 import csv
@@ -612,6 +614,91 @@ def write_report(out, config, argv, runs=()):
         f.write("\n".join(parts) + "\n")
 
 
+# ---------------------------------------------------------------- one paper task
+
+
+def task_rows(exe):
+    """`sparsetrain tasks --json`: the papers' tasks with their commands and whether the
+    model and the data are here (the binary asks its registry and the data folders)."""
+    res = subprocess.run([exe, "tasks", "--json"], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ConfigError(f"`{exe} tasks --json` failed ({res.stderr.strip()[-200:]}); "
+                          "rebuild sparsetrain")
+    return [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+
+
+def _replace_flag(args, flag, values):
+    """args with `flag`'s values replaced (appended when absent)."""
+    out = list(args)
+    if flag in out:
+        i = out.index(flag)
+        out[i + 1:i + 1 + len(values)] = values
+    else:
+        out += [flag] + values
+    return out
+
+
+def task_command(row, exe, out, epochs=None, np=None, max_iters=None):
+    """The row's command with this build's binary, --out, and a shortened run's changes:
+    --epochs E (the warm-up capped at E / 5 epochs so the run reaches the paper's rate),
+    -np N (the learning rate stays the paper's at its own rank count), --max-iters."""
+    args = list(row["train_args"])
+    if epochs is not None:
+        args = _replace_flag(args, "--epochs", [str(epochs)])
+        if "--warmup-epochs" in args:
+            w = float(args[args.index("--warmup-epochs") + 1])
+            if w > epochs / 5:
+                args = _replace_flag(args, "--warmup-epochs", [f"{epochs / 5:g}"])
+    if max_iters is not None:
+        args += ["--max-iters", str(max_iters)]
+    args += ["--out", out, "--overwrite"]
+    p = np or row["ranks"]
+    launcher = MPI + ["-np", str(p)] if p > 1 else []
+    return launcher + [exe, "train"] + args
+
+
+def run_task(a, build):
+    """scripts/reproduce.sh --task NAME: one row of `sparsetrain tasks`, or a one-line
+    refusal naming what is missing. Returns the exit code."""
+    exe = os.path.join(build, "apps", "sparsetrain")
+    if not os.path.exists(exe):
+        print(f"reproduce: {exe} not found (build it, or pass --build DIR)", file=sys.stderr)
+        return 2
+    try:
+        rows = task_rows(exe)
+    except ConfigError as e:
+        print(f"reproduce: {e}", file=sys.stderr)
+        return 2
+    row = next((r for r in rows if r["name"] == a.task), None)
+    if row is None:
+        print(f"reproduce: unknown task '{a.task}'; valid: "
+              f"{', '.join(r['name'] for r in rows)}", file=sys.stderr)
+        return 2
+    if not row["arch_available"]:
+        print(f"reproduce: task {a.task} needs --arch {row['arch']}, which this build of "
+              f"sparsetrain does not have (`sparsetrain models` lists those it has)",
+              file=sys.stderr)
+        return 2
+    if not row["data_present"]:
+        print(f"reproduce: task {a.task} needs dataset {row['dataset']}, not found: put "
+              f"{row['data_hint']} in {row['data_dir']} (or set SPARSETRAIN_DATA to the "
+              f"folder holding {os.path.basename(row['data_dir'])}/)", file=sys.stderr)
+        return 2
+    out = os.path.abspath(a.out or os.path.join(ROOT, "runs", "tasks", a.task))
+    cmd = task_command(row, exe, out, a.epochs, a.np, a.max_iters)
+    print(f"reproduce: task {a.task} ({row['paper']}: {row['arch']} on {row['dataset']}, "
+          f"d = {row['density']:g}; values from {row['source']})", flush=True)
+    print(f"reproduce: $ {shlex.join(cmd)}", flush=True)
+    if a.dry_run:
+        return 0
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    start = time.time()
+    rc = subprocess.run(cmd, cwd=ROOT).returncode
+    print(f"reproduce: task {a.task} {'done' if rc == 0 else f'FAILED (exit {rc})'} in "
+          f"{time.time() - start:.0f} s; outputs in {out}", flush=True)
+    return rc
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -628,7 +715,19 @@ def main(argv=None):
     ap.add_argument("--no-report", action="store_true", help="skip tables and figures")
     ap.add_argument("--report-only", action="store_true",
                     help="run nothing; tables, figures and model from the runs finished so far")
+    ap.add_argument("--task", help="run one task of `sparsetrain tasks` (its paper's command) "
+                    "instead of a grid; refuses in one line when its model or data is missing")
+    ap.add_argument("--epochs", type=int, help="with --task: train this many epochs (a smoke run)")
+    ap.add_argument("--np", type=int, help="with --task: ranks (default the paper's)")
+    ap.add_argument("--max-iters", type=int, help="with --task: stop after this many steps")
     a = ap.parse_args(argv)
+    for flag, value in (("--epochs", a.epochs), ("--np", a.np), ("--max-iters", a.max_iters)):
+        if value is not None and value < 1:
+            ap.error(f"{flag} must be at least 1, got {value}")
+        if value is not None and not a.task:
+            ap.error(f"{flag} goes with --task (a grid's epochs are in its config)")
+    if a.task:
+        return run_task(a, os.path.abspath(a.build))
     exp = os.path.join(HERE, "experiments")
     config = a.config or os.path.join(exp, "quick.conf" if a.quick else "full.conf")
     out = os.path.abspath(a.out or os.path.join(ROOT, "runs", "reproduce_quick" if a.quick else "reproduce"))

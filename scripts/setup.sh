@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs sparsetrain's system dependencies from Debian packages.
 # Idempotent and quiet: does nothing (and prints one line) when all are present.
+#   scripts/setup.sh         # everything: the CLI, tests, benchmarks, fuzzing, plots
+#   scripts/setup.sh --cli   # what configuring and building the CLI, Fashion-MNIST and
+#                            # scripts/plot.py need (scripts/quickstart.sh)
 set -euo pipefail
 
 packages=(
@@ -10,15 +13,24 @@ packages=(
   libopenmpi-dev openmpi-bin      # communication
   libstb-dev zlib1g-dev           # image decoding, gzip
   libjpeg62-turbo-dev             # JPEG decoding (libjpeg-turbo)
-  libgtest-dev libbenchmark-dev   # tests, benchmarks
+  libgtest-dev                    # tests (CMake's configure step looks for it)
   libcli11-dev nlohmann-json3-dev # CLI, JSON
   libfftw3-dev libboost-math-dev  # FFT sparsifier, special functions (SIDCo)
   libxxhash-dev                   # checkpoint checksums (XXH3-64)
-  clang libclang-rt-dev libomp-dev # fuzz targets (libFuzzer) and the sanitizer build
-  dataset-fashion-mnist fortunes  # real data available on Debian
+  dataset-fashion-mnist           # real data available on Debian
   python3-matplotlib              # plots
-  python3-numpy                   # replay tests (independent models of the sparsifier rules)
 )
+case "${1:-}" in
+  --cli) ;;
+  "")
+    packages+=(
+      libbenchmark-dev                 # benchmarks
+      clang libclang-rt-dev libomp-dev # fuzz targets (libFuzzer) and the sanitizer build
+      fortunes                         # the language model's default corpus
+      python3-numpy                    # replay tests (independent models of the sparsifier rules)
+    ) ;;
+  *) echo "setup: unknown argument '$1' (none, or --cli)" >&2; exit 2 ;;
+esac
 if [[ "${SPARSETRAIN_WITH_TORCH:-0}" == 1 ]]; then
   packages+=(python3-torch)       # the benchmark peer; never a build dependency
   packages+=(python3-torchvision) # the input-pipeline and ImageNet-model peers

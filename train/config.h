@@ -25,6 +25,7 @@ struct LmOptions {
 struct TrainConfig {
   // model and data
   std::string arch = "resnet20";
+  std::string preset;  // a named set of the other flags (train/presets.h), "" = none
   std::string dataset = "fashion-mnist";
   std::string data_dir;
   int64_t synthetic_size = 0;  // examples per synthetic epoch (0 = 50000)

@@ -15,6 +15,7 @@
 #include "data/text_corpus.h"
 #include "models/registry.h"
 #include "train/exchange_setup.h"
+#include "train/presets.h"
 
 namespace st {
 
@@ -40,6 +41,12 @@ std::vector<FlagRow> data_rows() {
        .saved_as = "arch",
        .saved_by = SavedBy::image,  // the language model records its own name
        .on_resume = OnResume::same},
+      {.names = "--preset",
+       .field = &TrainConfig::preset,
+       .help = "a named set of flags, e.g. a paper's language model: " + word_list(preset_names()) +
+               " (train/presets.cpp says where each value comes from); a flag given beside "
+               "it wins",
+       .show_default = false},
       {.names = "--dataset",
        .field = &TrainConfig::dataset,
        .help = "dataset: " + word_list(dataset_names()) +
@@ -591,6 +598,29 @@ const FlagRow& flag_of(const FlagField& field) {
   for (const FlagRow& row : train_flags())
     if (row.field == field) return row;
   ST_THROW("no flag sets this TrainConfig field (train/flags.cpp)");
+}
+
+const FlagRow& flag_named(const std::string& name) {
+  for (const FlagRow& row : train_flags()) {
+    const std::string names = "," + row.names + ",";
+    if (names.find("," + name + ",") != std::string::npos) return row;
+  }
+  ST_THROW("no flag named ", name, " (train/flags.cpp)");
+}
+
+void set_flag_text(TrainConfig& c, const FlagRow& row, const std::string& text) {
+  visit_field(row.field, c, [&](auto& field) {
+    using T = std::decay_t<decltype(field)>;
+    if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+      try {
+        assign_text(field, text);
+      } catch (const std::exception&) {
+        ST_THROW(flag_label(row), ": '", text, "' is not a value of this flag");
+      }
+    } else {
+      ST_THROW(flag_label(row), " cannot be set from one text value");
+    }
+  });
 }
 
 std::string flag_value_text(const FlagRow& row, const TrainConfig& c) {

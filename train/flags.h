@@ -115,6 +115,11 @@ std::string format_sparsifier_params(const std::map<std::string, std::string>& p
 std::string flag_label(const FlagRow& row);
 // The row of a field; throws when no flag sets it.
 const FlagRow& flag_of(const FlagField& field);
+// The row of a flag by any of its names ("--batch-size" or "-b"); throws for none.
+const FlagRow& flag_named(const std::string& name);
+// Sets the row's field from text as the command line writes it ("3", "0.4", "1" for a
+// flag that is given); throws naming the flag for text its field cannot hold.
+void set_flag_text(TrainConfig& c, const FlagRow& row, const std::string& text);
 // The flag's value as the rank-agreement check compares and prints it.
 std::string flag_value_text(const FlagRow& row, const TrainConfig& c);
 

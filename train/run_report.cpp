@@ -52,8 +52,14 @@ RunReport::RunReport(const TrainConfig& c, const TrainingTask& task, Communicato
 
 void RunReport::setup(Layer& model, const std::string& buckets,
                       const std::string& placement) const {
-  if (c_.summary && leader_)
-    std::fputs(layer_table(model, "--arch " + c_.arch + " as this run trains it").c_str(), stderr);
+  if (c_.summary && leader_) {
+    // One example of the run's data: the shapes and multiply-adds per example.
+    std::vector<int64_t> input = task_.example_shape().dims();
+    if (!input.empty()) input.insert(input.begin(), 1);
+    std::fputs(
+        layer_table(model, "--arch " + c_.arch + " as this run trains it", Shape(input)).c_str(),
+        stderr);
+  }
   if (c_.print_buckets && leader_) std::fputs(buckets.c_str(), stderr);
   if (c_.print_placement)
     std::fprintf(stderr, "%s, device %s\n", placement.c_str(), task_.device().str().c_str());

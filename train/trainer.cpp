@@ -175,6 +175,7 @@ class ImageTask : public TrainingTask {
   int64_t steps_per_epoch() const override {
     return train_loader_.batches_per_epoch() - (drop_single_ ? 1 : 0);
   }
+  Shape example_shape() const override { return s_.train_set->example_shape(); }
   std::string startup_line() const override {
     if (!drop_single_) return "";
     return "note: each epoch's last batch would hold one example per rank, which " + c_.arch +

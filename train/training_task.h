@@ -78,6 +78,9 @@ class TrainingTask {
   virtual void add_config(nlohmann::json& /*config*/) const {}
   // A line printed at start on rank 0 ("" = none).
   virtual std::string startup_line() const { return ""; }
+  // One example's input shape without the batch ([3, 32, 32]), for the output shapes of
+  // `train --summary`; empty where the model takes no image (the language model).
+  virtual Shape example_shape() const { return {}; }
   // State beyond model, optimiser and exchange for a checkpoint: tensors and metadata.
   // Collective (every rank calls it; only rank 0's result is written).
   virtual void checkpoint_state(std::vector<std::pair<std::string, Tensor>>&,

@@ -51,10 +51,13 @@ grep -q 'cannot write to standard output' "$tmp/full.err" ||
 "$bin" train --arch resnet20 --dataset synthetic --synthetic-size 32 -b 16 --test-subset 16 \
   --eval-batches 1 --workers 0 --threads 1 -q --max-iters 1 --summary --out "$tmp/run" \
   >"$tmp/train.out" 2>"$tmp/train.err" || fail "train --summary: $(cat "$tmp/train.err")"
-grep -Eq '^total +269,722$' "$tmp/train.err" || fail "train --summary: no total: $(cat "$tmp/train.err")"
+grep -Eq '^total +269,722 +40,552,426$' "$tmp/train.err" ||
+  fail "train --summary: no total with multiply-adds: $(cat "$tmp/train.err")"
+grep -Eq '^conv1 +Conv2d\(3->16, k3, s1, p1\) +\[1, 16, 32, 32\] +432 +442,368$' "$tmp/train.err" ||
+  fail "train --summary: no conv1 row with its output and multiply-adds: $(cat "$tmp/train.err")"
 "$bin" models --summary resnet20 >"$tmp/summary.txt" 2>&1 || fail "models --summary resnet20"
 diff <(sed -n '2,$p' "$tmp/summary.txt") <(grep -A100000 -m1 '^layer  ' "$tmp/train.err" |
-  grep -B100000 -m1 'not listed') >/dev/null ||
+  grep -B100000 -m1 'multiply-adds for an input') >/dev/null ||
   fail "train --summary and models --summary differ: $(cat "$tmp/train.err")"
 [[ -f "$tmp/run/checkpoint.safetensors" ]] || fail "train --summary did not train"
 echo "models_listing_test: ok"

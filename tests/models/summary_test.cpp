@@ -120,19 +120,81 @@ TEST(ModelSummary, LayerRowsOfCifarResNet18) {
 TEST(ModelSummary, LayerTableEndsWithTheTotal) {
   const std::string table = arch_summary("resnet20", 10, 3);
   std::istringstream lines(table);
-  std::string first, line, total, note;
+  std::string first, head, line;
+  std::vector<std::string> tail(3);
   std::getline(lines, first);
+  std::getline(lines, head);
   EXPECT_EQ(first, "resnet20: 10 classes, 3 input channels, 32x32 input");
+  EXPECT_EQ(head.rfind("layer", 0), 0u) << table;
+  EXPECT_NE(head.find("  output  "), std::string::npos) << table;
+  EXPECT_NE(head.find("mult-adds"), std::string::npos) << table;
   while (std::getline(lines, line)) {
-    total = note;
-    note = line;
+    tail.erase(tail.begin());
+    tail.push_back(line);
   }
-  EXPECT_EQ(total.rfind("total ", 0), 0u) << table;
-  EXPECT_NE(total.find(" 269,722"), std::string::npos) << table;
+  EXPECT_EQ(tail[0].rfind("total ", 0), 0u) << table;
+  EXPECT_NE(tail[0].find(" 269,722  40,552,426"), std::string::npos) << table;
   // Two option A shortcuts, 19 ReLUs, the pooling and the flatten have no parameters.
-  EXPECT_EQ(note,
+  EXPECT_EQ(tail[1],
             "23 layers without parameters not listed (ReLU, ShortcutPadA, GlobalAvgPool2d, "
             "Flatten)");
+  EXPECT_EQ(tail[2],
+            "output shapes and multiply-adds for an input of [1, 3, 32, 32] (counted as "
+            "torchinfo does: parameter-free layers 0)");
+}
+
+// Multiply-adds per 32x32 image by hand, as torchinfo counts them: each convolution's
+// C_out (C_in / groups) kh kw H_out W_out, each BatchNorm's 2C, the classifier's
+// in x out + out.
+TEST(ModelSummary, MultiplyAddsOfResNet20ByHand) {
+  Rng rng(0);
+  LayerPtr m = make_model("resnet20", 10, 3, rng);
+  const std::vector<LayerRow> rows = layer_rows(*m, {1, 3, 32, 32});
+  ASSERT_EQ(rows.size(), 19u + 19u + 1u);  // convolutions, BatchNorms, linear
+  EXPECT_EQ(rows.front().output, Shape({1, 16, 32, 32}));
+  EXPECT_EQ(rows.front().macs, 16 * 3 * 9 * 32 * 32);
+  EXPECT_EQ(rows.back().output, Shape({1, 10}));
+  EXPECT_EQ(rows.back().macs, 64 * 10 + 10);
+  int64_t conv = 0, bn = 0;
+  for (const LayerRow& r : rows) {
+    if (r.type.rfind("Conv2d", 0) == 0) conv += r.macs;
+    if (r.type.rfind("BatchNorm2d", 0) == 0) bn += r.macs;
+  }
+  // The stem; 6 convolutions 16->16 at 32x32; per later stage a strided one (C -> 2C at
+  // half the side) and 5 at 2C.
+  const int64_t stem = 16 * 3 * 9 * 1024, stage1 = 6 * (16 * 16 * 9 * 1024);
+  const int64_t stage2 = 32 * 16 * 9 * 256 + 5 * (32 * 32 * 9 * 256);
+  const int64_t stage3 = 64 * 32 * 9 * 64 + 5 * (64 * 64 * 9 * 64);
+  EXPECT_EQ(conv, stem + stage1 + stage2 + stage3);
+  EXPECT_EQ(conv, 40550400);
+  EXPECT_EQ(bn, 2 * (7 * 16 + 6 * 32 + 6 * 64));
+}
+
+TEST(ModelSummary, MultiplyAddsOfCifarResNet18ByHand) {
+  Rng rng(0);
+  LayerPtr m = make_model("resnet18_cifar", 10, 3, rng);
+  int64_t total = 0;
+  for (const LayerRow& r : layer_rows(*m, {1, 3, 32, 32})) total += r.macs;
+  // Per stage at side S with C channels: 4 convolutions C x C x 9 at S x S, except the
+  // first of stages 2-4 (C/2 -> C, stride 2) and its 1x1 projection C/2 -> C.
+  const int64_t stem = 64 * 3 * 9 * 1024, layer1 = 4 * (64 * 64 * 9 * 1024);
+  auto stage = [](int64_t c, int64_t side) {
+    const int64_t hw = side * side;
+    return c * (c / 2) * 9 * hw + 3 * (c * c * 9 * hw) + c * (c / 2) * hw;
+  };
+  const int64_t conv = stem + layer1 + stage(128, 16) + stage(256, 8) + stage(512, 4);
+  const int64_t bn = 2 * (64 + 4 * 64 + 5 * 128 + 5 * 256 + 5 * 512);
+  EXPECT_EQ(total, conv + bn + 512 * 10 + 10);
+  EXPECT_EQ(total, 555432330);  // the ~0.56 G multiply-adds quoted for this model
+}
+
+TEST(ModelSummary, ATableWithoutInputHasNoShapes) {
+  Rng rng(0);
+  LayerPtr m = make_model("resnet20", 10, 3, rng);
+  const std::string table = layer_table(*m, "t");
+  EXPECT_EQ(table.find("mult-adds"), std::string::npos) << table;
+  EXPECT_NE(table.find("\ntotal"), std::string::npos) << table;
+  for (const LayerRow& r : layer_rows(*m)) EXPECT_EQ(r.output.rank(), 0) << r.path;
 }
 
 std::vector<ArchCount> two_rows() {

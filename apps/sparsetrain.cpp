@@ -30,6 +30,7 @@
 #include "train/config_check.h"
 #include "train/flags.h"
 #include "train/lm_trainer.h"
+#include "train/ncf_trainer.h"
 #include "train/trainer.h"
 
 namespace {
@@ -149,6 +150,17 @@ void print_result(const st::LmResult& r, const st::Communicator& comm) {
   std::printf("}\n");
 }
 
+void print_result(const st::NcfResult& r, const st::Communicator& comm) {
+  if (comm.rank() != 0) return;
+  std::printf("{");
+  if (r.steps > 0)  // else the evaluation of a checkpoint
+    std::printf("\"steps\":%ld,\"seconds\":%.1f%s", static_cast<long>(r.steps), r.seconds,
+                r.evaluated ? "," : "");
+  if (r.evaluated)
+    std::printf("\"test_loss\":%.4f,\"hr10\":%.4f,\"ndcg10\":%.4f", r.test_loss, r.hr10, r.ndcg10);
+  std::printf("}\n");
+}
+
 void print_result(const st::TrainResult& r, const st::Communicator& comm) {
   if (comm.rank() != 0) return;
   if (r.last_eval.examples > 0)
@@ -259,6 +271,7 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   // The language model's defaults first; an optimizer's own defaults override them.
   st::check_lm_only_flags(tc, flag_given);
   if (tc.arch == "lstm") st::apply_lm_defaults(tc, flag_given);
+  if (tc.arch == "ncf") st::apply_ncf_defaults(tc, flag_given);
   st::apply_optimizer_defaults(tc, flag_given);
   // Under mpirun every rank agrees on what decides the collectives before any runs.
   std::unique_ptr<st::MpiCommunicator> bootstrap = st::agree_on_launch(
@@ -276,6 +289,10 @@ int run_train(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
   int interrupted_by = 0;
   if (tc.arch == "lstm") {
     const st::LmResult r = st::train_lm(tc, *comm);
+    print_result(r, *comm);
+    interrupted_by = r.interrupted_by;
+  } else if (tc.arch == "ncf") {
+    const st::NcfResult r = st::train_ncf(tc, *comm);
     print_result(r, *comm);
     interrupted_by = r.interrupted_by;
   } else {
@@ -299,6 +316,8 @@ void run_eval(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
     if (!given(cli.eval_options, st::flag_of(&st::TrainConfig::dataset)))
       ec.dataset.clear();  // the checkpoint's corpus
     print_result(st::evaluate_lm_checkpoint(ec, cli.checkpoint, *comm), *comm);
+  } else if (st::is_ncf_checkpoint(cli.checkpoint)) {
+    print_result(st::evaluate_ncf_checkpoint(ec, cli.checkpoint, *comm), *comm);
   } else {
     print_result(st::evaluate_checkpoint(ec, cli.checkpoint, *comm), *comm);
   }

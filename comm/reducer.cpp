@@ -25,8 +25,10 @@ void AllreduceHook::exchange(const Bucket&, Tensor& grads, Communicator& comm, i
   synchronize_current_stream(grads.device());
 }
 
-// MPI defines no 16-bit floating type, and Open MPI cannot sum bf16 or fp16 values, so
-// this is an allgather-then-sum exchange: each rank divides its gradient by P (the
+// MPI has no built-in 16-bit floating type (a user-defined MPI_Op_create over a 16-bit
+// datatype could sum one), but a sum in 16 bits rounds at every hop of the reduction. So
+// this is an allgather-then-sum exchange, which sums in fp32 and gives every rank the same
+// bits: each rank divides its gradient by P (the
 // average's factor, applied first so the 16-bit values do not overflow where the fp32
 // sum would not), rounds it to the wire format, packed two values per 32-bit word; the
 // allgather delivers every rank's message, and every rank sums them in fp32 in rank

@@ -6,6 +6,13 @@
 
 namespace st {
 
+namespace {
+// A branch's [N, C] output as [N, C, 1, 1], so vectors join on channels as maps do.
+Tensor as_planes(const Tensor& t) {
+  return t.rank() == 2 ? t.reshape(Shape{t.dim(0), t.dim(1), 1, 1}) : t;
+}
+}  // namespace
+
 Concat& Concat::add(const std::string& name, LayerPtr branch) {
   ST_CHECK(branch != nullptr, "Concat::add(", name, "): null branch");
   branches_.emplace_back(name, std::move(branch));
@@ -24,13 +31,17 @@ Tensor Concat::route_forward(const Tensor& x) {
   out_shapes_.clear();
   int64_t channels = 0;
   for (auto& [name, branch] : branches_) {
-    ys.push_back(to_plain(branch->forward(x)));  // the join copies plain NCHW planes
+    const Tensor y_raw = to_plain(branch->forward(x));  // the join copies plain NCHW planes
+    out_shapes_.push_back(y_raw.shape());
+    ys.push_back(as_planes(y_raw));
     const Tensor& y = ys.back();
     ST_CHECK(y.rank() == 4 && y.dtype() == ys.front().dtype() && y.dim(0) == ys.front().dim(0) &&
                  y.dim(2) == ys.front().dim(2) && y.dim(3) == ys.front().dim(3),
              describe(), ": branch ", name, " gives ", y.str(), ", which does not join ",
              ys.front().str(), " on channels");
-    out_shapes_.push_back(y.shape());
+    ST_CHECK(y_raw.rank() == out_shapes_.front().rank(), describe(), ": branch ", name, " gives ",
+             y_raw.str(), ", which does not join the first branch's rank-",
+             out_shapes_.front().rank(), " output");
     channels += y.dim(1);
   }
   const Tensor& first = ys.front();
@@ -41,20 +52,23 @@ Tensor Concat::route_forward(const Tensor& x) {
     copy_channels(out, c0, y, 0, y.dim(1));
     c0 += y.dim(1);
   }
-  return out;
+  return out_shapes_.front().rank() == 2 ? out.reshape(Shape{first.dim(0), channels}) : out;
 }
 
-// Each branch gets its slice of dy; the input gradients of the branches add.
+// Each branch gets its slice of dy; the input gradients of the branches add (branches
+// over an input without a gradient, such as ids, return none).
 Tensor Concat::route_backward(const Tensor& dy_in) {
-  const Tensor dy = to_plain(dy_in);
+  const Tensor dy = as_planes(to_plain(dy_in));
   ST_CHECK(!out_shapes_.empty(), describe(), ": backward without a forward");
   Tensor dx;
   int64_t c0 = 0;
   for (size_t i = 0; i < branches_.size(); ++i) {
     Tensor dy_i = Tensor::empty(out_shapes_[i], dy.dtype(), dy.device());
-    copy_channels(dy_i, 0, dy, c0, out_shapes_[i][1]);
+    Tensor dy_planes = as_planes(dy_i);
+    copy_channels(dy_planes, 0, dy, c0, out_shapes_[i][1]);
     c0 += out_shapes_[i][1];
     Tensor g = branches_[i].second->backward(dy_i);
+    if (!g.defined()) continue;
     if (!dx.defined()) {
       dx = g.shares_storage(dy_i) ? g.clone() : g;
     } else {

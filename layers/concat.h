@@ -1,5 +1,6 @@
 // Concat: parallel branches over one input, their outputs joined on the channel axis, as
-// in the Inception module (Szegedy et al. 2015, fig. 2b). A container: each branch is a
+// in the Inception module (Szegedy et al. 2015, fig. 2b), or vectors [N, C] joined into
+// [N, sum C] (NCF's two branches, He et al. 2017, eq. 11). A container: each branch is a
 // child under its own name, the join and the split are device-generic copies
 // (core/channel_ops.h), so it runs on the CPU, the emulated device and CUDA alike.
 #pragma once

@@ -12,6 +12,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t dim, Rng& rng, float init_r
   ST_CHECK(num_embeddings > 0 && dim > 0, "Embedding: sizes must be positive, got ", num_embeddings,
            " x ", dim);
   weight_ = &add_param("weight", Shape{num_, dim_}, ParamKind::Weight);
+  weight_->provides_sq_grad = true;
   init::uniform(weight_->value, init_range, rng);
 }
 
@@ -58,6 +59,16 @@ Tensor Embedding::backward_cpu(const Tensor& dy) {
     float* row = dw + static_cast<int64_t>(ids[i]) * dim_;
     const float* gi = g + i * dim_;
     for (int64_t j = 0; j < dim_; ++j) row[j] += gi[j];
+  }
+  // Opt-in per-sample squared-gradient sums (Param::sq_grad): a lookup is a sample, as a
+  // row of Linear's input is; its term is dy[i] in row id, so the sum adds dy[i]^2 there.
+  if (weight_->sq_grad.defined()) {
+    float* sq = weight_->sq_grad.f32();
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = sq + static_cast<int64_t>(ids[i]) * dim_;
+      const float* gi = g + i * dim_;
+      for (int64_t j = 0; j < dim_; ++j) row[j] += gi[j] * gi[j];
+    }
   }
   weight_->mark_grad_ready();
   return Tensor();

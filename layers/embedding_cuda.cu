@@ -45,15 +45,18 @@ __global__ void iota_kernel(int32_t* v, int64_t n) {
 // sums its column over the run's positions in order. Blocks that do not start a run
 // return at once.
 __global__ void scatter_add_sorted_kernel(const int32_t* keys, const int32_t* positions,
-                                          const float* dy, float* dw, int64_t n, int64_t dim) {
+                                          const float* dy, float* dw, int64_t n, int64_t dim,
+                                          bool square) {
   for (int64_t s = blockIdx.x; s < n; s += gridDim.x) {
     const int32_t id = keys[s];
     if (s > 0 && keys[s - 1] == id) continue;
     float* row = dw + static_cast<int64_t>(id) * dim;
     for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) {
       float acc = row[j];
-      for (int64_t r = s; r < n && keys[r] == id; ++r)
-        acc += dy[static_cast<int64_t>(positions[r]) * dim + j];
+      for (int64_t r = s; r < n && keys[r] == id; ++r) {
+        const float d = dy[static_cast<int64_t>(positions[r]) * dim + j];
+        acc += square ? d * d : d;
+      }
       row[j] = acc;
     }
   }
@@ -126,8 +129,15 @@ Tensor Embedding::backward_cuda(const Tensor& dy) {
         positions_in.data<int32_t>(), positions.data<int32_t>(), items, 0, bits, stream));
     constexpr int kThreads = 128;
     scatter_add_sorted_kernel<<<cuda::grid_for(n, 1), kThreads, 0, stream>>>(
-        keys.data<int32_t>(), positions.data<int32_t>(), dy.f32(), weight_->grad.f32(), n, dim_);
+        keys.data<int32_t>(), positions.data<int32_t>(), dy.f32(), weight_->grad.f32(), n, dim_,
+        false);
     ST_CUDA_CHECK_LAUNCH();
+    if (weight_->sq_grad.defined()) {  // per-lookup squares, as the CPU adds them
+      scatter_add_sorted_kernel<<<cuda::grid_for(n, 1), kThreads, 0, stream>>>(
+          keys.data<int32_t>(), positions.data<int32_t>(), dy.f32(), weight_->sq_grad.f32(), n,
+          dim_, true);
+      ST_CUDA_CHECK_LAUNCH();
+    }
   }
   weight_->mark_grad_ready();
   return Tensor();

@@ -28,8 +28,8 @@ struct Param {
   std::function<void(Param&)> before_forward;
   // Opt-in per-sample squared-gradient sums (variance-based compression, Tsuzuku et al.
   // 2018): when `sq_grad` is defined (same shape as grad), layers that can (those that set
-  // `provides_sq_grad`: Linear, Conv2d) accumulate sum over samples i of (sample i's term
-  // of grad)^2 into it during backward, before mark_grad_ready(). Undefined costs nothing.
+  // `provides_sq_grad`: Linear, Conv2d, Embedding) accumulate sum over samples i of (sample i's
+  // term of grad)^2 into it during backward, before mark_grad_ready(). Undefined costs nothing.
   Tensor sq_grad;
   bool provides_sq_grad = false;
 

@@ -5,6 +5,7 @@
 
 #include "models/googlenet.h"
 #include "models/inception_v4.h"
+#include "models/ncf.h"
 #include "models/resnet_cifar.h"
 #include "models/resnet_imagenet.h"
 #include "models/senet.h"
@@ -67,6 +68,11 @@ std::vector<Entry>& entries() {
       {{"resnet152", "ImageNet ResNet-152 (torchvision v1.5), 60.2M params", 224}, imagenet(152)},
       {{"small_cnn", "two conv-BN-ReLU-pool blocks + linear for 28x28 input, 50k params", 28},
        [](int64_t k, int64_t c, int64_t s, Rng& rng) { return small_cnn(k, c, s, rng); }},
+      // NCF's size follows its dataset's users and items, which (classes, channels, image
+      // size) cannot carry: this row builds the MovieLens-20M model (the listing, --arch
+      // validation); NCF training builds ncf(users, items) from its dataset's counts.
+      {{"ncf", "NeuMF recommender (He et al. 2017, MLPerf), MovieLens-20M sizes, 31.8M params", 0},
+       [](int64_t, int64_t, int64_t, Rng& rng) { return ncf(kMl20mUsers, kMl20mItems, rng); }},
   };
   return table;
 }

@@ -56,18 +56,23 @@ void LrSchedule::validate() const {
   }
 }
 
+int64_t LrSchedule::warmup_iterations(int64_t iters_per_epoch) const {
+  return std::llround(warmup_epochs * static_cast<double>(iters_per_epoch));
+}
+
+double LrSchedule::warmup_lr(int64_t k, int64_t warmup_iters) const {
+  const double start = warmup_start_lr >= 0.0f ? warmup_start_lr : base_lr / warmup_iters;
+  if (warmup_iters == 1) return start;
+  return start + (base_lr - start) * static_cast<double>(k) / static_cast<double>(warmup_iters - 1);
+}
+
 float LrSchedule::lr(int64_t epoch, int64_t iter, int64_t iters_per_epoch) const {
   ST_CHECK(iters_per_epoch > 0 && epoch >= 0 && iter >= 0 && iter < iters_per_epoch,
            "lr schedule: bad position epoch ", epoch, ", iteration ", iter, " of ",
            iters_per_epoch);
   const int64_t k = epoch * iters_per_epoch + iter;  // global iteration
-  const int64_t warmup_iters = std::llround(warmup_epochs * static_cast<double>(iters_per_epoch));
-  if (k < warmup_iters) {
-    const double start = warmup_start_lr >= 0.0f ? warmup_start_lr : base_lr / warmup_iters;
-    if (warmup_iters == 1) return static_cast<float>(start);
-    return static_cast<float>(start + (base_lr - start) * static_cast<double>(k) /
-                                          static_cast<double>(warmup_iters - 1));
-  }
+  const int64_t warmup_iters = warmup_iterations(iters_per_epoch);
+  if (k < warmup_iters) return static_cast<float>(warmup_lr(k, warmup_iters));
   switch (decay) {
     case LrDecay::Constant:
       return base_lr;

@@ -43,6 +43,11 @@ struct LrSchedule {
 
   // The rate for iteration `iter` (0-based) of epoch `epoch` (0-based).
   float lr(int64_t epoch, int64_t iter, int64_t iters_per_epoch) const;
+  // The warm-up's length in iterations: warmup_epochs of iters_per_epoch, rounded to the
+  // nearest iteration (so a fractional epoch works).
+  int64_t warmup_iterations(int64_t iters_per_epoch) const;
+  // The rate at global iteration k < warmup_iters of the ramp described above.
+  double warmup_lr(int64_t k, int64_t warmup_iters) const;
   // Throws st::Error naming the bad field.
   void validate() const;
 };

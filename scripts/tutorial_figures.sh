@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "tutorial_figures: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10 11 13)
+[[ ${#pages[@]} -gt 0 ]] || pages=(1 2 3 4 5 6 7 8 9 10 11 12 13)
 [[ -n $img ]] || { [[ $quick == 1 ]] && img=$runs/img || img=$root/docs/tutorial/img; }
 mkdir -p "$runs" "$img"
 runs=$(cd "$runs" && pwd)
@@ -270,6 +270,35 @@ page11() {
     --out "$runs/p11_emu"
   $PY scripts/timeline.py "$runs/p11_emu.json" -o "$img/11-emu-timeline.png" --steps 1 \
     --title "small_cnn on the emulated accelerator (--device emu, every kernel delayed 2 ms), 2 buckets, 2 ranks"
+}
+
+# Page 12: batches of 32 per rank on 1, 4 and 16 ranks for the same epochs, so a step of P
+# ranks averages 32 P images and an epoch has 1/P of the steps: the 1-rank learning rate
+# kept, multiplied by P, and multiplied by P after a one-epoch warm-up.
+LR_BASE=0.005
+LR_RUN=(--arch small_cnn --dataset fashion-mnist --train-subset 6400 --test-subset 1000 --workers 1
+        -q --overwrite -b 32 --schedule constant)
+page12() {
+  say 12 "learning rate and the number of workers: linear scaling and warm-up"
+  local epochs runs_arg=()
+  epochs=$(long 3 2)
+  "$ST" train "${LR_RUN[@]}" --threads "${threads:-1}" --epochs "$epochs" --lr "$LR_BASE" \
+    --warmup-epochs 0.25 --out "$runs/p12_one_np1"
+  runs_arg+=("1 rank, lr $LR_BASE=$runs/p12_one_np1")
+  for P in 4 16; do
+    local scaled
+    scaled=$($PY -c "print($LR_BASE * $P)")
+    "${MPI[@]}" -np "$P" "$ST" train "${LR_RUN[@]}" --threads "${threads:-1}" --epochs "$epochs" \
+      --lr "$LR_BASE" --warmup-epochs 0.25 --out "$runs/p12_kept_np$P"
+    "${MPI[@]}" -np "$P" "$ST" train "${LR_RUN[@]}" --threads "${threads:-1}" --epochs "$epochs" \
+      --lr "$scaled" --out "$runs/p12_scaled_np$P"
+    "${MPI[@]}" -np "$P" "$ST" train "${LR_RUN[@]}" --threads "${threads:-1}" --epochs "$epochs" \
+      --lr "$scaled" --warmup-epochs 1 --out "$runs/p12_warmup_np$P"
+    runs_arg+=("lr $LR_BASE kept=$runs/p12_kept_np$P" "lr x $P, no warm-up=$runs/p12_scaled_np$P"
+               "lr x $P, 1 epoch warm-up=$runs/p12_warmup_np$P")
+  done
+  $PY scripts/tutorial_plots.py lr "${runs_arg[@]}" --ranks 4 16 -o "$img/12-lr-workers.png" \
+    | tee "$runs/p12_lr.jsonl"
 }
 
 page13() {

@@ -16,6 +16,10 @@ scripts/tutorial_figures.sh):
       fits the link's alpha and beta to comm_bench output (scripts/scaling_model.py) and
       projects each measured run's iteration time to 2..256 workers on a switched network;
       --shared-compute NAME gives every curve NAME's compute time
+  tutorial_plots.py lr NAME=RUN ... --ranks P ... -o PNG
+      one panel per worker count P (run folders whose names end in _npP; the 1-rank run
+      appears in every panel): test accuracy after each epoch, and a last panel with the
+      training loss of the first epoch at the largest P, per step; prints one JSON line a run
   tutorial_plots.py zero MODELS.jsonl --arch NAME ... -o PNG
       per rank and worker count P: the optimiser state (SGD momentum, one float per
       parameter) and the bytes sent, DDP's ring allreduce against ZeRO stage 1 (reduce-
@@ -248,6 +252,60 @@ def scaling(a):
     print(f"tutorial_plots: wrote {a.out}")
 
 
+def read_epochs(run):
+    with open(os.path.join(run, "epochs.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def lr_runs(a):
+    """(name, path, ranks) of each NAME=RUN argument; the ranks from the _npP suffix."""
+    runs = []
+    for name, path in map(named, a.runs):
+        m = re.search(r"_np(\d+)$", os.path.basename(os.path.normpath(path)))
+        if not m:
+            sys.exit(f"tutorial_plots lr: run folder {path!r} does not end in _npP")
+        runs.append((name, path, int(m.group(1))))
+    return runs
+
+
+def lr(a):
+    """Learning rate against the number of workers at equal epochs: kept, scaled by P,
+    scaled with a warm-up (Goyal et al. 2017, sec. 2)."""
+    runs = lr_runs(a)
+    fig, axes = plt.subplots(1, len(a.ranks) + 1, figsize=(4.6 * (len(a.ranks) + 1), 4.2))
+    for name, path, P in runs:
+        epochs = read_epochs(path)
+        iters = read_iters(path)
+        first = [float(r["loss"]) for r in iters if int(r["epoch"]) == 0]
+        print(json.dumps({"run": os.path.basename(os.path.normpath(path)), "ranks": P, "lr": float(iters[-1]["lr"]),
+                          "test_acc": [float(e["test_acc"]) for e in epochs],
+                          "test_loss": [float(e["test_loss"]) for e in epochs],
+                          "first_epoch_max_loss": max(first), "steps": len(iters)}))
+        for ax, panel_p in zip(axes, a.ranks):
+            if P in (1, panel_p):
+                ax.plot(range(1, len(epochs) + 1), [float(e["test_acc"]) for e in epochs],
+                        "o-" if P > 1 else "k--", label=name)
+        if P == max(a.ranks) or P == 1:
+            axes[-1].plot([(i + 1) / len(first) for i in range(len(first))], first,
+                          "k--" if P == 1 else "-", label=name)
+    for ax, P in zip(axes, a.ranks):
+        ax.set_title(f"{P} workers, batch 32 each ({32 * P} a step)", fontsize=10)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("test accuracy (%)")
+        ax.grid(True, color="#e0e0e0", lw=0.5)
+        ax.legend(fontsize=7)
+    last = axes[-1]
+    last.set_yscale("log")
+    last.set_title(f"first epoch, training loss per step, {max(a.ranks)} workers", fontsize=10)
+    last.set_xlabel("epoch")
+    last.set_ylabel("training loss (log)")
+    last.grid(True, which="both", color="#e0e0e0", lw=0.5)
+    last.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=110)
+    print(f"tutorial_plots: wrote {a.out}")
+
+
 def zero(a):
     """DDP against ZeRO-1, per rank: state floats and bytes sent, for P = 1 to 256."""
     with open(a.models) as f:
@@ -307,6 +365,9 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--shared-compute", metavar="NAME",
                    help="every curve takes this run's compute time (default: each its own)")
+    p = sub.add_parser("lr")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--ranks", type=int, nargs="+", required=True)
     p = sub.add_parser("zero")
     p.add_argument("models")
     p.add_argument("--arch", nargs="+", required=True)
@@ -314,7 +375,7 @@ def main():
         p.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
     {"plan": plan, "breakdown": breakdown, "balance": balance, "algos": algos,
-     "scaling": scaling, "zero": zero}[a.kind](a)
+     "scaling": scaling, "lr": lr, "zero": zero}[a.kind](a)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/kernels/half.h"
 #include "core/word_list.h"
+#include "data/implicit_feedback.h"
 #include "data/registry.h"
 #include "data/text_corpus.h"
 #include "train/exchange_setup.h"
@@ -57,10 +58,12 @@ void apply_optimizer_defaults(TrainConfig& c, const FlagGiven& given) {
 }
 
 void check_config(const TrainConfig& c) {
-  const bool lm = c.arch == "lstm";
-  const std::vector<std::string>& datasets = lm ? text_corpus_names() : dataset_names();
+  const bool lm = c.arch == "lstm", ncf = c.arch == "ncf";
+  const std::vector<std::string>& datasets =
+      lm ? text_corpus_names() : (ncf ? ncf_dataset_names() : dataset_names());
   ST_CHECK(contains(datasets, c.dataset), "unknown --dataset '", c.dataset, "'",
-           lm ? " for --arch lstm" : "", "; valid: ", word_list(datasets));
+           lm ? " for --arch lstm" : (ncf ? " for --arch ncf" : ""),
+           "; valid: ", word_list(datasets));
   check_flag_ranges(c);
   // -1 asks for a measurement; any other value is the share itself.
   ST_CHECK(c.first_layers_first == -1 || c.first_layers_first >= 0,

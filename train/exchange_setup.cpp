@@ -193,7 +193,8 @@ void ExchangeSetup::attach_side_inputs(FlatParams& flat) {
   for (Param* p : flat.params())
     ST_CHECK(p->provides_sq_grad || p->value.rank() < 2, "--sparsifier ", c_.sparsifier,
              " needs per-sample squared gradients, which parameter '", p->name, "' ",
-             p->value.shape().str(), " does not provide (only Linear and Conv2d layers do)");
+             p->value.shape().str(),
+             " does not provide (only Linear, Conv2d and Embedding layers do)");
   sq_grads_ = std::make_unique<SqGradients>(flat, c_.batch_size * c_.accum_steps);
   sparsify_->set_aux_provider(sq_grads_->provider());
 }

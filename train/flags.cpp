@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/number_text.h"
 #include "core/word_list.h"
+#include "data/implicit_feedback.h"
 #include "data/registry.h"
 #include "data/text_corpus.h"
 #include "models/registry.h"
@@ -42,7 +43,9 @@ std::vector<FlagRow> data_rows() {
       {.names = "--dataset",
        .field = &TrainConfig::dataset,
        .help = "dataset: " + word_list(dataset_names()) +
-               "; for --arch lstm: " + word_list(text_corpus_names()) + " (fortunes by default)",
+               "; for --arch lstm: " + word_list(text_corpus_names()) +
+               " (fortunes by default); for --arch ncf: " + word_list(ncf_dataset_names()) +
+               " (synthetic-ncf by default; movielens reads --data-dir/ratings.csv)",
        .eval_too = true,
        .agree = Agree::value,
        .saved_as = "dataset",
@@ -58,7 +61,8 @@ std::vector<FlagRow> data_rows() {
        .saved_by = SavedBy::lm},
       {.names = "--synthetic-size",
        .field = &TrainConfig::synthetic_size,
-       .help = "examples per epoch for --dataset synthetic (0 = 50000)",
+       .help = "examples per epoch for --dataset synthetic (0 = 50000); users of synthetic-ncf "
+               "(0 = 1000)",
        .show_default = false,
        .eval_too = true,
        .range = in_range(0, false, kMaxInt32, false),

@@ -5,8 +5,11 @@
 
 #include "core/kernels/math.h"
 #include "layers/batchnorm2d.h"
+#include "layers/bce_with_logits.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/halves_product.h"
 #include "layers/pointwise.h"
 #include "layers/pooling.h"
 #include "layers/softmax_cross_entropy.h"
@@ -142,6 +145,40 @@ TEST(KnownValues, SoftmaxCrossEntropyStableForHugeLogits) {
   EXPECT_NEAR(l, std::log(2.0f) / 2, 1e-5f);
   EXPECT_TRUE(std::isfinite(l));
   EXPECT_EQ(loss.correct(), 1);  // row 1 ties at 1e4: the first index wins, as torch.argmax
+}
+
+// [a | b] -> a * b per row; each half's gradient is dy times the other half.
+TEST(KnownValues, HalvesProduct) {
+  HalvesProduct layer;
+  const Tensor x = Tensor::from_vector({1, 2, 3, 4, -1, 0.5f, 2, -2}, {2, 4});
+  expect_values(layer.forward(x), {3, 8, -2, -1});
+  expect_values(layer.backward(Tensor::from_vector({1, 10, 2, 3}, {2, 2})),
+                {3, 40, 1, 20, 4, -6, -2, 1.5f});
+}
+
+// mean of max(z, 0) - z y + log(1 + e^-|z|); gradient (sigmoid(z) - y) / N; huge logits
+// stay finite.
+TEST(KnownValues, BceWithLogits) {
+  BceWithLogits loss;
+  const Tensor z = Tensor::from_vector({0, 2, -1000, 1000}, {4, 1});
+  const float l = loss.forward(z, Tensor::from_vector({1, 0, 0, 0}, {4}));
+  const double want = (std::log(2.0) + 2 + std::log1p(std::exp(-2.0)) + 0 + 1000) / 4;
+  EXPECT_NEAR(l, want, 1e-5);
+  EXPECT_EQ(loss.correct(), 1);  // only -1000 vs 0; z = 0 is no positive call
+  const double s2 = 1 / (1 + std::exp(-2.0));
+  expect_values(loss.backward(), {-0.125f, static_cast<float>(s2 / 4), 0, 0.25f});
+}
+
+// Per-sample squared-gradient sums (VGC's side input): a lookup is a sample, repeated rows
+// add their squares, rows never looked up stay zero.
+TEST(KnownValues, EmbeddingSquaredGradientSums) {
+  Rng rng(1);
+  Embedding layer(3, 2, rng);
+  layer.weight().sq_grad = Tensor::zeros({3, 2});
+  layer.forward(Tensor::from_vector_i32({2, 0, 2}, {3}));
+  layer.backward(Tensor::from_vector({1, -2, 3, 4, 0.5f, 1}, {3, 2}));
+  expect_values(layer.weight().grad, {3, 4, 0, 0, 1.5f, -1});
+  expect_values(layer.weight().sq_grad, {9, 16, 0, 0, 1.25f, 5});
 }
 
 }  // namespace

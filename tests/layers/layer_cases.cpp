@@ -10,8 +10,10 @@
 #include "layers/dropout.h"
 #include "layers/embedding.h"
 #include "layers/flatten.h"
+#include "layers/halves_product.h"
 #include "layers/linear.h"
 #include "layers/lstm.h"
+#include "layers/pair_embedding.h"
 #include "layers/pointwise.h"
 #include "layers/pooling.h"
 #include "layers/sequential.h"
@@ -309,6 +311,30 @@ LayerPtr squeeze_excite_block() {
   return std::make_unique<SqueezeExcite>(8, 2, rng);
 }
 
+// NCF's structure in small (models/ncf.h): a GMF branch (PairEmbedding, HalvesProduct)
+// and an MLP branch (PairEmbedding, Linear, ReLU) joined as vectors, then Linear(-> 1).
+LayerPtr ncf_small() {
+  Rng rng(23);
+  auto mf = std::make_unique<Sequential>();
+  mf->add("embed", std::make_unique<PairEmbedding>(5, 4, 3, rng, 0.5f));
+  mf->add("product", std::make_unique<HalvesProduct>());
+  auto mlp = std::make_unique<Sequential>();
+  mlp->add("embed", std::make_unique<PairEmbedding>(5, 4, 4, rng, 0.5f));
+  mlp->add("0", std::make_unique<Linear>(8, 6, true, rng));
+  mlp->add("relu0", std::make_unique<ReLU>());
+  auto join = std::make_unique<Concat>();
+  join->add("mf", std::move(mf));
+  join->add("mlp", std::move(mlp));
+  auto net = std::make_unique<Sequential>();
+  net->add("", std::move(join));
+  net->add("final", std::make_unique<Linear>(9, 1, true, rng));
+  return net;
+}
+
+// (user, item) pairs as NCF takes them: row 0 users, row 1 items; repeated users and
+// items, whose table rows must accumulate.
+const std::vector<int32_t> kPairs = {0, 4, 2, 0, 3, 1, 1, 3, 0, 2};
+
 std::vector<LayerCase> sequence_rows() {
   GradCheckOptions no_input;
   no_input.check_input = false;  // token ids have no gradient
@@ -321,7 +347,19 @@ std::vector<LayerCase> sequence_rows() {
       {}, no_input);
   // Repeated ids: their rows must accumulate.
   embedding.input = fixed_ids({3, 0, 6, 3, 3, 1}, {3, 2});
+  LayerCase pair_embedding = grad_row(
+      "PairEmbedding",
+      [] {
+        Rng rng(22);
+        return std::make_unique<PairEmbedding>(5, 4, 3, rng, 0.5f);
+      },
+      {}, no_input);
+  pair_embedding.input = fixed_ids(kPairs, {2, 5});
+  LayerCase ncf = grad_row("NcfSmall", ncf_small, {}, no_input);
+  ncf.input = fixed_ids(kPairs, {2, 5});
   return {embedding,
+          pair_embedding,
+          ncf,
           lstm_row("LstmOneLayerWithState", 3, 4, 1, 0.0f, 5, 2),
           lstm_row("LstmTwoLayersWithState", 5, 6, 2, 0.0f, 4, 3),
           lstm_row("LstmThreeLayersDropoutWithState", 4, 3, 3, 0.3f, 3, 2),
@@ -359,6 +397,7 @@ std::vector<LayerCase> gradient_check_rows() {
                },
                {4, 50}),
       grad_row("Flatten", simple<Flatten>(), {2, 3, 2, 2}),
+      grad_row("HalvesProduct", simple<HalvesProduct>(), {3, 8}),
       grad_row("ResidualAddAndSequential", residual_projection_block, {3, 3, 6, 6}, small_eps),
       grad_row("ResidualIdentity", residual_identity_block, {2, 3, 4, 4}),
       grad_row("ConcatInceptionBranches", concat_block, {2, 3, 5, 5}, small_eps),
@@ -438,6 +477,13 @@ std::vector<LayerCase> mixed_precision_rows() {
   return rows;
 }
 
+// NCF in small on CUDA: gathers, products and joins exact; the linear layers' GEMMs not.
+LayerCase ncf_device_row() {
+  LayerCase c = device_row("NcfSmall", ncf_small, {});
+  c.input = fixed_ids(kPairs, {2, 5});
+  return c;
+}
+
 std::vector<LayerCase> cuda_rows() {
   LayerCase dropout_eval =
       device_row("DropoutEvalIsIdentity", simple<Dropout>(0.5f, uint64_t{5}), {3, 17}, kExact);
@@ -475,7 +521,8 @@ std::vector<LayerCase> cuda_rows() {
                {2, 3, 9, 8}),
       device_row("SmallNetworkTrainingStep", small_network, {4, 3, 8, 8}, kConvTol),
       device_row("ConcatInceptionBranches", concat_block, {3, 3, 7, 7}, kConvTol),
-      device_row("SqueezeExcite", squeeze_excite_block, {3, 8, 5, 5}, kConvTol)};
+      device_row("SqueezeExcite", squeeze_excite_block, {3, 8, 5, 5}, kConvTol),
+      device_row("HalvesProduct", simple<HalvesProduct>(), {5, 12}, kExact), ncf_device_row()};
   for (LayerCase& c : cuda_normalisation_rows()) rows.push_back(std::move(c));
   for (LayerCase& c : mixed_precision_rows()) rows.push_back(std::move(c));
   return rows;

@@ -4,6 +4,7 @@
 // the suite fast).
 #include <gtest/gtest.h>
 
+#include "models/ncf.h"
 #include "models/registry.h"
 #include "models/resnet_cifar.h"
 
@@ -31,6 +32,18 @@ TEST(ParamCount, CifarResNet20OptionB) {
   Rng rng(0);
   LayerPtr m = cifar_resnet(20, 10, 3, rng, CifarShortcut::B);
   EXPECT_EQ(count_params(*m), 272474);
+}
+
+// NeuMF on MovieLens-20M as the MLPerf reference builds it: embeddings (138,493 + 26,744)
+// x (64 + 128) = 31,725,504, MLP 65,792 + 32,896 + 8,256, final 129. The registry row
+// builds the same model whatever classes and channels it is given.
+TEST(ParamCount, NcfOnMovieLens20m) {
+  Rng rng(0);
+  LayerPtr m = ncf(kMl20mUsers, kMl20mItems, rng);
+  EXPECT_EQ(count_params(*m), 31832577);
+  EXPECT_EQ(count("ncf", 10), 31832577);
+  Rng small_rng(0);
+  EXPECT_EQ(count_params(*ncf(10, 20, small_rng)), (10 + 20) * 192 + 65792 + 32896 + 8256 + 129);
 }
 
 // torchvision.models.resnet34(): sum(p.numel() for p in m.parameters()).

@@ -65,6 +65,29 @@ def check_stated(claim, value, page, sentence):
         check(f"{claim} (the page prints {got[0]:g} to {got[1]:g})", value, got[0], got[1])
 
 
+def check_measured_columns(page):
+    """A page's table of ranges with a last column of measured values ("| row | lo to hi |
+    ... | a / b, c / d |", one "a / b" group per range): every printed measurement sits in
+    its row's printed range, so the page cannot show a figure its own range excludes."""
+    rows = 0
+    for line in page_text(page).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        ranges = [re.fullmatch(NUMBER + r" to " + NUMBER, c) for c in cells[1:-1]]
+        if len(cells) < 3 or not ranges or not all(ranges):
+            continue
+        groups = [g.split("/") for g in cells[-1].split(",")]
+        if len(groups) != len(ranges) or not all(
+                re.fullmatch(r"\s*" + NUMBER + r"\s*", x) for g in groups for x in g):
+            continue
+        rows += 1
+        for m, g in zip(ranges, groups):
+            lo, hi = (float(x.replace(",", "")) for x in m.groups())
+            for x in g:
+                check(f"page {page}: row '{cells[0]}', measured {x.strip()} inside the printed range",
+                      float(x), lo, hi)
+    check_true(f"page {page}: a table of measured values against ranges", rows > 0)
+
+
 def check_wall_time(runs, page):
     """The page's "under N s" against the wall time the figures script logged for it."""
     log = os.path.join(runs, "log.txt")
@@ -243,6 +266,7 @@ def page6(runs, link):
         check_stated(f"page 6: {run}, actual / d", density_over_d(runs, run), 6,
                      f"| {row} | {{}} to {{}} |")
     check("page 6: Top-k build-up grows from 2 to 4 ranks (ratio)", t4 / t2, 1.1)
+    check_measured_columns(6)
     for r, lo, hi in (("p6_micro_np4", 60, 100), ("p6_micro_fast_np4", 10, 35)):
         d = col(runs, r, "sp_density")
         check(f"page 6: {r} starts above 40 d", d[0] / 0.01, 40)
@@ -259,7 +283,8 @@ def page7(runs, link):
     check_wall_time(runs, 7)
     m = {j["run"]: j for j in jsonl(runs, "p7_balance.jsonl")}
     check("page 7: ExDyna padding / MiCRO padding", m["exdyna_fill_np4"]["padding"] /
-          m["micro_fast_np4"]["padding"], None, 1.0)
+          m["micro_fast_np4"]["padding"], 0.85, 1.0)
+    check_measured_columns(7)
     for run, row in (("micro_fast_np4", "MiCRO (`up=1.1 down=0.9`)"),
                      ("exdyna_fill_np4", "ExDyna (same steps, `fill=1`)"), ("sidco_e_np4", "SIDCo-E")):
         got = stated(7, f"| {row} | {{}} to {{}} | {{}} to {{}} |")
@@ -450,6 +475,27 @@ def page11_streams(events):
         check_true(f"page 11: rank {pid - 1}: the compute stream reaches each ready event after the "
                    "bucket's ready mark", len(ready) == len(reached) == 4 and all(
                        r[0] - eps <= q[0] for r, q in zip(ready, reached)))
+
+
+def page12(runs, link):
+    check_wall_time(runs, 12)
+    r = {j["run"]: j for j in jsonl(runs, "p12_lr.jsonl")}
+    acc = lambda run: r[run]["test_acc"][-1]
+    peak = lambda run: r[run]["first_epoch_max_loss"]
+    for run, row in (("p12_one_np1", "1 rank, lr 0.005"), ("p12_kept_np16", "16 ranks, lr 0.005 kept"),
+                     ("p12_scaled_np16", "16 ranks, lr 0.08, no warm-up"),
+                     ("p12_warmup_np16", "16 ranks, lr 0.08, 1 epoch warm-up")):
+        check_stated(f"page 12: {run} test accuracy after 3 epochs (%)", acc(run), 12,
+                     f"| {row} | {{}} to {{}} |")
+    check_measured_columns(12)
+    check("page 12: 1 rank - kept rate on 16 ranks, test accuracy (points)",
+          acc("p12_one_np1") - acc("p12_kept_np16"), 4)
+    check("page 12: 16 ranks, warm-up - no warm-up, test accuracy (points)",
+          acc("p12_warmup_np16") - acc("p12_scaled_np16"), 10)
+    check("page 12: 16 ranks, largest first-epoch loss, scaled / kept", peak("p12_scaled_np16") /
+          peak("p12_kept_np16"), 4)
+    check("page 12: 4 ranks, largest first-epoch loss, scaled / kept", peak("p12_scaled_np4") /
+          peak("p12_kept_np4"), 1.0)
 
 
 def page13(runs, link):

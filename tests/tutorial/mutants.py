@@ -215,6 +215,27 @@ MUTANTS = [
         ("core/stream_sync.cpp", "    ev->record(emu::current_stream(d.index));\n",
          "    emu::Stream other(d.index);\n    ev->record(other);\n"),
     ]),
+    # ---- step 12: the learning-rate warm-up (LrSchedule::warmup_iterations, warmup_lr)
+    ("warmup-ends-one-step-late", 12, "the ramp divides by W, not W - 1, so it never reaches the base", [
+        ("optim/lr_schedule.cpp",
+         "  return start + (base_lr - start) * static_cast<double>(k) / static_cast<double>(warmup_iters - 1);\n",
+         "  return start + (base_lr - start) * static_cast<double>(k) / static_cast<double>(warmup_iters);\n"),
+    ]),
+    ("warmup-starts-at-zero", 12, "the ramp starts at 0: the first step does not move the weights", [
+        ("optim/lr_schedule.cpp",
+         "  return start + (base_lr - start) * static_cast<double>(k) / static_cast<double>(warmup_iters - 1);\n",
+         "  return base_lr * static_cast<double>(k) / static_cast<double>(warmup_iters - 1);\n"),
+    ]),
+    ("warmup-whole-epochs", 12, "the warm-up's length rounded to whole epochs", [
+        ("optim/lr_schedule.cpp",
+         "  return std::llround(warmup_epochs * static_cast<double>(iters_per_epoch));\n",
+         "  return std::llround(warmup_epochs) * iters_per_epoch;\n"),
+    ]),
+    ("warmup-per-epoch", 12, "the ramp steps once per epoch instead of every iteration", [
+        ("optim/lr_schedule.cpp",
+         "  if (k < warmup_iters) return static_cast<float>(warmup_lr(k, warmup_iters));\n",
+         "  if (k < warmup_iters) return static_cast<float>(warmup_lr(epoch * iters_per_epoch, warmup_iters));\n"),
+    ]),
     # ---- step 9: the ring allreduce (docs/tutorial/diy/allreduce_algorithms.cpp)
     ("ring-no-allgather", 9, "the ring stops after its reduce-scatter", [
         ("docs/tutorial/diy/allreduce_algorithms.cpp",
@@ -421,7 +442,7 @@ def step_passes(step, name, binary, sparsetrain, allreduce, build):
         return r.returncode == 0, None if r.returncode == 0 else 1
     flt = "Step*" if step == 0 else f"Step{step}.*"
     return gtest_passes([binary, f"--gtest_filter={flt}", "--gtest_brief=1"],
-                        [1] if step in (1, 11) else [2, 3, 4], env, name)
+                        [1] if step in (1, 11, 12) else [2, 3, 4], env, name)
 
 
 def gtest_passes(args, ranks, env, name):
@@ -445,7 +466,7 @@ def run(binary, sparsetrain, allreduce, build):
     # one, two at a time (CI has two cores; the runs mostly wait in MPI start-up).
     for step in (0, 8, 9, "diy"):
         ok, _ = step_passes(step, None, binary, sparsetrain, allreduce, build)
-        what = ("steps 1-7, 10 and 11" if step == 0 else
+        what = ("steps 1-7, 10, 11 and 12" if step == 0 else
                 "build it yourself" if step == "diy" else f"step {step}")
         print(f"{'ok  ' if ok else 'FAIL'} {what}, right answers: pass")
         if not ok:

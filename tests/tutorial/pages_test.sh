@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tutorial's pages, run and checked (docs/tutorial/; ctest tutorial_pages_run, then
-# tutorial_page1..11 and 13):
+# tutorial_page1..13):
 #   tests/tutorial/pages_test.sh BUILD_DIR run RUNS_DIR     every page's command, full length
 #   tests/tutorial/pages_test.sh BUILD_DIR check RUNS_DIR PAGE
 # `run` is scripts/tutorial_figures.sh into RUNS_DIR (pictures into RUNS_DIR/img) and
@@ -54,6 +54,9 @@ case $page in
   10) finished p10_fp32 p10_accum2 p10_bf16 p10_fp16 p10_wire_bf16
       need img/10-accum-precision.png ;;
   11) finished p11_emu; need p11_emu.json img/11-emu-timeline.png ;;
+  12) finished p12_one_np1 p12_kept_np4 p12_scaled_np4 p12_warmup_np4 p12_kept_np16 \
+         p12_scaled_np16 p12_warmup_np16
+      need p12_lr.jsonl img/12-lr-workers.png ;;
   13) need p13_models.jsonl p13_zero.jsonl img/13-zero.png ;;
   *) echo "pages_test: no page $page" >&2; exit 2 ;;
 esac

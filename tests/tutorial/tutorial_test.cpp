@@ -21,6 +21,7 @@
 #include "core/stream_sync.h"
 #include "layers/flat_params.h"
 #include "layers/linear.h"
+#include "optim/lr_schedule.h"
 #include "optim/sgd.h"
 #include "sparsify/host_select.h"
 #include "sparsify/partition_math.h"
@@ -448,9 +449,9 @@ TEST(Step7, SidcoExponentialFitAgainstTheExactThreshold) {
 }
 
 // ---- Step 10: the 16-bit exchange ---------------------------------------------------------
-// Exercise: write AllreduceHook::exchange_16bit (comm/reducer.cpp): MPI cannot sum 16-bit
-// floats, so each rank divides by P, rounds to the wire format, allgathers, and every rank
-// sums the P contributions in fp32.
+// Exercise: write AllreduceHook::exchange_16bit (comm/reducer.cpp): each rank divides by
+// P, rounds to the wire format, allgathers, and every rank sums the P contributions in
+// fp32 in rank order, so every rank holds the same sum without rounding at each hop.
 
 TEST(Step10, SixteenBitExchangeAverages) {
   Communicator& c = world();
@@ -474,6 +475,44 @@ TEST(Step10, SixteenBitExchangeAverages) {
       EXPECT_NEAR(g.f32()[i], want, tol) << precision_name(wire) << ", position " << i;
     }
   }
+}
+
+// ---- Step 12: learning rate and the number of workers -------------------------------------
+// Exercise: write LrSchedule::warmup_iterations and LrSchedule::warmup_lr
+// (optim/lr_schedule.cpp): a linear ramp from base / W to base over the first W
+// iterations, W = the warm-up epochs times the iterations per epoch, rounded.
+
+TEST(Step12, WarmupRampsToTheScaledRateOverItsIterations) {
+  // Base 0.4 (0.1 scaled to 4 workers), one epoch of 4 iterations of warm-up: the ramp
+  // starts at 0.4 / 4 and reaches 0.4 at the warm-up's last iteration.
+  const LrSchedule s = LrSchedule::constant(0.4f).with_warmup(1.0);
+  const float want[] = {0.1f, 0.2f, 0.3f, 0.4f};
+  for (int64_t it = 0; it < 4; ++it)
+    EXPECT_FLOAT_EQ(s.lr(0, it, 4), want[it]) << "iteration " << it;
+  EXPECT_FLOAT_EQ(s.lr(1, 0, 4), 0.4f) << "after the warm-up: the base rate";
+  EXPECT_FLOAT_EQ(s.lr(7, 3, 4), 0.4f);
+}
+
+TEST(Step12, FractionalWarmupCountsIterationsNotEpochs) {
+  // Half an epoch of 10 iterations: 5 warm-up iterations, 0.2 apart, then the base.
+  const LrSchedule s = LrSchedule::constant(1.0f).with_warmup(0.5);
+  for (int64_t it = 0; it < 5; ++it)
+    EXPECT_NEAR(s.lr(0, it, 10), 0.2 * static_cast<double>(it + 1), 1e-6) << "iteration " << it;
+  EXPECT_FLOAT_EQ(s.lr(0, 5, 10), 1.0f);
+  // Three epochs of 2 iterations: the ramp crosses epoch boundaries (global iteration k).
+  const LrSchedule three = LrSchedule::constant(0.6f).with_warmup(3.0);
+  EXPECT_NEAR(three.lr(1, 1, 2), 0.1 + 0.5 * 3.0 / 5.0, 1e-6) << "epoch 1, iteration 1 = k 3";
+}
+
+TEST(Step12, DecayRunsAfterTheWarmup) {
+  // Multistep at epoch 2 (x 0.1) after one warm-up epoch; cosine over the 4 epochs that
+  // remain after one warm-up epoch of 5: half way (epoch 3) is half the base.
+  const LrSchedule m = LrSchedule::multistep(0.8f, {2}).with_warmup(1.0);
+  EXPECT_FLOAT_EQ(m.lr(1, 0, 4), 0.8f);
+  EXPECT_FLOAT_EQ(m.lr(2, 0, 4), 0.08f);
+  const LrSchedule c = LrSchedule::cosine(0.8f, 5).with_warmup(1.0);
+  EXPECT_FLOAT_EQ(c.lr(1, 0, 4), 0.8f) << "the cosine starts where the warm-up ends";
+  EXPECT_NEAR(c.lr(3, 0, 4), 0.4f, 1e-6) << "half way through the 4 epochs after the warm-up";
 }
 
 // ---- Step 11: the ready event between the compute stream and the communication thread --

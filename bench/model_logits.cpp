@@ -1,42 +1,79 @@
 // Writes a model's parameters and buffers by name, a random input and the model's logits
 // on it into one safetensors file, for a PyTorch twin to load and compare
 // (bench/torch_cifar_models.py check). The forward runs in training mode (BatchNorm on
-// batch statistics), the mode a training step uses.
-//   model_logits ARCH CLASSES OUT.safetensors [BATCH] [SEED]
+// batch statistics), the mode a training step uses, except for dropout, which is the
+// identity: the twin cannot draw the same masks (the twin turns its dropout off too).
+// With --eval the whole model runs in evaluation mode.
+//   model_logits [--eval] ARCH CLASSES OUT.safetensors [BATCH] [SEED]
+// With --checkpoint, the weights come from a checkpoint `sparsetrain train` wrote, the
+// forward runs in evaluation mode (BatchNorm on the running statistics the checkpoint
+// holds), and the file holds the input, the logits and what the loader restored as
+// "loaded.<name>": the twin reads the weights from the checkpoint itself and compares
+// (torch_cifar_models.py check OUT --checkpoint CKPT).
+//   model_logits --checkpoint CKPT ARCH CLASSES OUT.safetensors [BATCH] [SEED]
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "core/safetensors.h"
+#include "layers/dropout.h"
 #include "models/registry.h"
+#include "train/checkpoint.h"
 
 namespace {
 
-int run(int argc, char** argv) {
-  if (argc < 4 || argc > 6) {
-    std::fprintf(stderr, "usage: model_logits ARCH CLASSES OUT.safetensors [BATCH] [SEED]\n");
+constexpr const char* kUsage =
+    "usage: model_logits [--eval | --checkpoint CKPT] ARCH CLASSES OUT.safetensors [BATCH] "
+    "[SEED]\n";
+
+int run(std::vector<std::string> args) {
+  std::string checkpoint;
+  bool eval = false;
+  if (!args.empty() && args.front() == "--eval") {
+    eval = true;
+    args.erase(args.begin());
+  } else if (!args.empty() && args.front() == "--checkpoint") {
+    if (args.size() < 2) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    checkpoint = args[1];
+    args.erase(args.begin(), args.begin() + 2);
+  }
+  if (args.size() < 3 || args.size() > 5) {
+    std::fputs(kUsage, stderr);
     return 2;
   }
-  const std::string arch = argv[1], out = argv[3];
-  const int64_t classes = std::atoll(argv[2]);
-  const int64_t batch = argc > 4 ? std::atoll(argv[4]) : 2;
-  const uint64_t seed = argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 1;
+  const std::string arch = args[0], out = args[2];
+  const int64_t classes = std::atoll(args[1].c_str());
+  const int64_t batch = args.size() > 3 ? std::atoll(args[3].c_str()) : 2;
+  const uint64_t seed = args.size() > 4 ? std::strtoull(args[4].c_str(), nullptr, 10) : 1;
   ST_CHECK(classes > 0 && batch > 0, "model_logits: CLASSES and BATCH must be positive, got ",
            classes, " and ", batch);
   st::Rng rng(seed);
   st::LayerPtr model = st::make_model(arch, classes, 3, rng);
-  const int64_t side = st::arch_info(arch).image_size;
+  const bool training = checkpoint.empty() && !eval;
   st::TensorFile file;
+  if (!checkpoint.empty())
+    st::load_checkpoint(checkpoint, *model, nullptr);  // weights only, strict names and shapes
+  const std::string prefix = checkpoint.empty() ? "" : "loaded.";
   for (st::Param* p : st::collect_params(*model))
-    file.tensors.emplace_back(p->name, p->value.clone());
+    file.tensors.emplace_back(prefix + p->name, p->value.clone());
   for (st::Buffer* b : st::collect_buffers(*model))
-    file.tensors.emplace_back(b->name, b->value.clone());
+    file.tensors.emplace_back(prefix + b->name, b->value.clone());
+  model->set_training(training);
+  model->visit_layers([](st::Layer& l) {
+    if (dynamic_cast<st::Dropout*>(&l) != nullptr) l.set_training(false);
+  });
+  const int64_t side = st::arch_info(arch).image_size;
   st::Tensor x = st::Tensor::empty(st::Shape{batch, 3, side, side});
   for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.normal();
   file.tensors.emplace_back("input", x);
   file.tensors.emplace_back("logits", model->forward(x));
-  file.metadata = {{"arch", arch}, {"classes", std::to_string(classes)}, {"training", "1"}};
+  file.metadata = {
+      {"arch", arch}, {"classes", std::to_string(classes)}, {"training", training ? "1" : "0"}};
   st::save_safetensors(out, file);
   std::printf("%s: %zu tensors, logits %s\n", out.c_str(), file.tensors.size(),
               st::to_string(st::TensorSpec{file.tensors.back().second.shape()}).c_str());
@@ -47,7 +84,7 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    return run(argc, argv);
+    return run(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -15,11 +15,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# --arch -> (family, natural input side). vgg* and resnet18_cifar are CIFAR variants with
-# no torchvision twin (torchvision's vgg16 is the ImageNet one), so they are left out.
+# --arch -> (family, natural input side). vgg* are CIFAR variants with no torchvision twin
+# (torchvision's vgg16 is the ImageNet one), so they are left out.
 PEERS = {**{f"resnet{d}": ("cifar", 32) for d in (20, 32, 44, 56, 110)},
          **{f"resnet{d}": ("imagenet", 224) for d in (18, 34, 50, 101, 152)},
-         **{arch: ("twin", 32) for arch in ("googlenet", "senet18", "se_resnet18")}}
+         **{arch: ("twin", 32) for arch in ("googlenet", "senet18", "se_resnet18",
+                                            "resnet18_cifar", "resnet152_cifar",
+                                            "inception_v4")}}
 
 
 class PadShortcut(nn.Module):

@@ -39,7 +39,8 @@ set(ST_PUBLIC_HEADERS
     layers/lstm.h layers/param.h layers/pooling.h layers/pointwise.h layers/precision.h
     layers/sequential.h layers/softmax_cross_entropy.h layers/concat.h layers/squeeze_excite.h
     models/blocks.h models/global_max_pool.h models/lstm_lm.h models/model_init.h
-    models/googlenet.h models/registry.h models/resnet_cifar.h models/senet.h models/resnet_imagenet.h models/shortcut_pad.h
+    models/googlenet.h models/inception_v4.h models/registry.h models/resnet_cifar.h
+    models/senet.h models/resnet_imagenet.h models/shortcut_pad.h
     models/small_cnn.h models/vgg.h
     data/cifar.h data/dataset.h data/device_prefetch.h data/image.h data/image_folder.h
     data/loader.h data/mnist.h data/packed.h data/registry.h data/resize.h data/sample_rng.h

@@ -1,6 +1,7 @@
 #include "core/channel_ops.h"
 
 #include "core/emu/launch.h"
+#include "core/kernels/half_math.h"
 
 namespace st {
 
@@ -15,18 +16,26 @@ void expect_f32(const char* op, const Tensor& t) {
   ST_CHECK(t.dtype() == DType::F32, op, ": expected float32, got ", t.str());
 }
 
-// Both operands of an elementwise channel op: same shape, device, float32.
+// An activation: float32, or bfloat16 (--precision bf16) where activations can be bf16,
+// the CPU and the emulated device (CUDA keeps its activations float32).
+void expect_activation(const char* op, const Tensor& t) {
+  if (t.device().is_cuda()) return expect_f32(op, t);
+  ST_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::BF16, op,
+           ": expected float32 or bfloat16, got ", t.str());
+}
+
+// Both operands of an elementwise channel op: same shape, device, activation types.
 void expect_pair(const char* op, const Tensor& a, const Tensor& b) {
   expect_nchw(op, a);
-  expect_f32(op, a);
-  expect_f32(op, b);
+  expect_activation(op, a);
+  expect_activation(op, b);
   ST_CHECK(a.shape() == b.shape() && a.device() == b.device(), op, ": operands differ: ", a.str(),
            " vs ", b.str());
 }
 
 void expect_scale(const Tensor& x, const Tensor& s) {
   expect_nchw("channel_scale", x);
-  expect_f32("channel_scale", x);
+  expect_activation("channel_scale", x);
   expect_f32("channel_scale", s);
   ST_CHECK(s.shape() == Shape({x.dim(0), x.dim(1), 1, 1}) && s.device() == x.device(),
            "channel_scale: scale ", s.str(), " does not fit input ", x.str());
@@ -35,6 +44,19 @@ void expect_scale(const Tensor& x, const Tensor& s) {
 int64_t plane_size(const Tensor& t) {
   return t.dim(2) * t.dim(3);
 }
+
+// Element i of a host float32 or bfloat16 tensor, as float.
+class Reader {
+ public:
+  explicit Reader(const Tensor& t)
+      : f_(t.dtype() == DType::F32 ? t.f32() : nullptr),
+        h_(t.dtype() == DType::BF16 ? t.bf16_in_layout() : nullptr) {}
+  float operator[](int64_t i) const { return f_ ? f_[i] : half_math::bf16_to_float(h_[i]); }
+
+ private:
+  const float* f_;
+  const uint16_t* h_;
+};
 }  // namespace
 
 void copy_channels(Tensor& dst, int64_t dst_c0, const Tensor& src, int64_t src_c0, int64_t count) {
@@ -72,7 +94,9 @@ void copy_channels(Tensor& dst, int64_t dst_c0, const Tensor& src, int64_t src_c
 
 Tensor channel_scale(const Tensor& x, const Tensor& s) {
   expect_scale(x, s);
-  Tensor y = Tensor::empty(x.shape(), DType::F32, x.device());
+  // y in x's type: under bf16 the product is rounded once, as PyTorch's autocast keeps a
+  // bf16 activation times a scale in bf16.
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   const int64_t planes = x.dim(0) * x.dim(1), hw = plane_size(x);
   if (x.device().is_emu()) {
     emu::launch(x.device().index, [x, s, y]() mutable {
@@ -86,8 +110,17 @@ Tensor channel_scale(const Tensor& x, const Tensor& s) {
 #endif
     return y;
   }
-  const float* px = x.f32();
   const float* ps = s.f32();
+  if (x.dtype() == DType::BF16) {
+    const uint16_t* px = x.bf16_in_layout();
+    uint16_t* py = y.bf16_in_layout();
+#pragma omp parallel for schedule(static) if (planes * hw > 32768)
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = p * hw; i < (p + 1) * hw; ++i)
+        py[i] = half_math::float_to_bf16(half_math::bf16_to_float(px[i]) * ps[p]);
+    return y;
+  }
+  const float* px = x.f32();
   float* py = y.f32();
 #pragma omp parallel for schedule(static) if (planes * hw > 32768)
   for (int64_t p = 0; p < planes; ++p)
@@ -111,9 +144,20 @@ Tensor channel_dot(const Tensor& a, const Tensor& b) {
 #endif
     return out;
   }
+  float* po = out.f32();
+  if (a.dtype() != DType::F32 || b.dtype() != DType::F32) {
+    // bf16 operands widened, the sum in float32 in the same order.
+    const Reader ra(a), rb(b);
+#pragma omp parallel for schedule(static) if (planes * hw > 32768)
+    for (int64_t p = 0; p < planes; ++p) {
+      float sum = 0.0f;
+      for (int64_t i = p * hw; i < (p + 1) * hw; ++i) sum += ra[i] * rb[i];
+      po[p] = sum;
+    }
+    return out;
+  }
   const float* pa = a.f32();
   const float* pb = b.f32();
-  float* po = out.f32();
 #pragma omp parallel for schedule(static) if (planes * hw > 32768)
   for (int64_t p = 0; p < planes; ++p) {
     float sum = 0.0f;

@@ -13,10 +13,13 @@ namespace st {
 // dtype, same device. Concatenation writes each branch at its offset; the backward reads
 // each branch's slice back.
 void copy_channels(Tensor& dst, int64_t dst_c0, const Tensor& src, int64_t src_c0, int64_t count);
-// y[n, c, h, w] = x[n, c, h, w] * s[n, c] with s of shape [N, C, 1, 1] (float32).
+// y[n, c, h, w] = x[n, c, h, w] * s[n, c] with s of shape [N, C, 1, 1] (float32); y has
+// x's type, float32 or (CPU and emulated device) bfloat16, computed in float32 and
+// rounded once.
 Tensor channel_scale(const Tensor& x, const Tensor& s);
 // out[n, c] = sum over h, w of a[n, c, h, w] * b[n, c, h, w], shape [N, C, 1, 1] (float32);
-// the sum runs in row-major order on every backend.
+// the operands float32 or (CPU and emulated device) bfloat16, widened; the sum runs in
+// row-major order on every backend.
 Tensor channel_dot(const Tensor& a, const Tensor& b);
 
 #ifdef SPARSETRAIN_WITH_CUDA

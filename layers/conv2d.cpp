@@ -12,14 +12,31 @@
 
 namespace st {
 
-Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride, int pad,
-               bool bias, Rng& rng)
-    : cin_(in_channels), cout_(out_channels), k_(kernel), stride_(stride), pad_(pad) {
-  ST_CHECK(cin_ > 0 && cout_ > 0 && k_ > 0 && stride_ > 0 && pad_ >= 0, "Conv2d: invalid geometry ",
-           cin_, "->", cout_, " kernel ", k_, " stride ", stride_, " pad ", pad_);
-  weight_ = &add_param("weight", Shape{cout_, cin_, k_, k_}, ParamKind::Weight);
+namespace {
+// "3" for a square size, "1x7" (rows x columns) otherwise.
+std::string hw_text(int h, int w) {
+  return h == w ? std::to_string(h) : std::to_string(h) + "x" + std::to_string(w);
+}
+}  // namespace
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Hw kernel, Hw stride, Hw pad, bool bias,
+               Rng& rng)
+    : cin_(in_channels),
+      cout_(out_channels),
+      kh_(kernel.h),
+      kw_(kernel.w),
+      sh_(stride.h),
+      sw_(stride.w),
+      ph_(pad.h),
+      pw_(pad.w) {
+  ST_CHECK(
+      cin_ > 0 && cout_ > 0 && kh_ > 0 && kw_ > 0 && sh_ > 0 && sw_ > 0 && ph_ >= 0 && pw_ >= 0,
+      "Conv2d: invalid geometry ", cin_, "->", cout_, " kernel ", hw_text(kh_, kw_), " stride ",
+      hw_text(sh_, sw_), " pad ", hw_text(ph_, pw_));
+  weight_ = &add_param("weight", Shape{cout_, cin_, kh_, kw_}, ParamKind::Weight);
   weight_->provides_sq_grad = true;
-  const float bound = 1.0f / std::sqrt(static_cast<float>(cin_ * k_ * k_));
+  // PyTorch's default: U(-b, b) with b = 1/sqrt(fan_in), fan_in = Cin * KH * KW.
+  const float bound = 1.0f / std::sqrt(static_cast<float>(cin_ * kh_ * kw_));
   init::uniform(weight_->value, bound, rng);
   if (bias) {
     bias_ = &add_param("bias", Shape{cout_}, ParamKind::Bias);
@@ -30,15 +47,27 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride
 
 std::string Conv2d::describe() const {
   return "Conv2d(" + std::to_string(cin_) + "->" + std::to_string(cout_) + ", k" +
-         std::to_string(k_) + ", s" + std::to_string(stride_) + ", p" + std::to_string(pad_) + ")";
+         hw_text(kh_, kw_) + ", s" + hw_text(sh_, sw_) + ", p" + hw_text(ph_, pw_) + ")";
 }
 
 cpu::ConvGeometry Conv2d::geometry(const Tensor& x) const {
   ST_CHECK(x.rank() == 4 && x.dim(1) == cin_, describe(), ": expected input shape [N, ", cin_,
            ", H, W], got ", x.shape());
-  cpu::ConvGeometry g{cin_, x.dim(2), x.dim(3), k_, k_, stride_, pad_, 0, 0};
-  g.oh = (g.h + 2 * pad_ - k_) / stride_ + 1;
-  g.ow = (g.w + 2 * pad_ - k_) / stride_ + 1;
+  cpu::ConvGeometry g{.c = cin_,
+                      .h = x.dim(2),
+                      .w = x.dim(3),
+                      .kh = kh_,
+                      .kw = kw_,
+                      .sh = sh_,
+                      .sw = sw_,
+                      .ph = ph_,
+                      .pw = pw_,
+                      .oh = 0,
+                      .ow = 0};
+  // An input smaller than the padded kernel gives no output (checked below).
+  const int64_t rows = g.h + 2 * ph_ - kh_, cols = g.w + 2 * pw_ - kw_;
+  g.oh = rows < 0 ? 0 : rows / sh_ + 1;
+  g.ow = cols < 0 ? 0 : cols / sw_ + 1;
   ST_CHECK(g.oh > 0 && g.ow > 0, describe(), ": input shape ", x.shape(),
            " is smaller than the kernel");
   return g;
@@ -64,7 +93,7 @@ void add_partials(const std::vector<std::vector<float>>& parts, float* out) {
 // Images per GEMM: enough columns that the GEMM runs near peak, few enough that the
 // column buffer stays within the per-core L2 cache (measured with bench/conv_bench).
 int64_t Conv2d::images_per_gemm(const cpu::ConvGeometry& g) const {
-  const int64_t ohw = g.oh * g.ow, ckk = cin_ * k_ * k_;
+  const int64_t ohw = g.oh * g.ow, ckk = cin_ * kh_ * kw_;
   const int64_t by_cols = std::max<int64_t>(1, (kTargetColumns + ohw - 1) / ohw);
   const int64_t by_cache = std::max<int64_t>(1, kColumnBufferBytes / (4 * ckk * ohw));
   return std::min(by_cols, by_cache);
@@ -168,7 +197,7 @@ void Conv2d::image_to_columns(const float* xi, const cpu::ConvGeometry& g, float
 
 Tensor Conv2d::forward_im2col(const Tensor& x) {
   const cpu::ConvGeometry g = g_;
-  const int64_t n = x.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_, chw = cin_ * g.h * g.w;
+  const int64_t n = x.dim(0), ohw = g.oh * g.ow, ckk = cin_ * kh_ * kw_, chw = cin_ * g.h * g.w;
   Tensor y = Tensor::empty(Shape{n, cout_, g.oh, g.ow});
   const float* in = x.f32();
   const float* w = w_.f32();
@@ -200,7 +229,7 @@ Tensor Conv2d::forward_im2col(const Tensor& x) {
 
 Tensor Conv2d::backward_im2col(const Tensor& dy) {
   const cpu::ConvGeometry g = g_;
-  const int64_t n = x_.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_, chw = cin_ * g.h * g.w;
+  const int64_t n = x_.dim(0), ohw = g.oh * g.ow, ckk = cin_ * kh_ * kw_, chw = cin_ * g.h * g.w;
   Tensor dx = Tensor::empty(x_.shape());
   const float* in = x_.f32();
   const float* gy = dy.f32();
@@ -265,7 +294,7 @@ Tensor Conv2d::backward_im2col(const Tensor& dy) {
 // output position as a sample). Bias: exact, sum_i (sum_p dy_ip)^2.
 void Conv2d::accumulate_sq_grads(const Tensor& dy) {
   const cpu::ConvGeometry g = g_;
-  const int64_t n = x_.dim(0), ohw = g.oh * g.ow, ckk = cin_ * k_ * k_, chw = cin_ * g.h * g.w;
+  const int64_t n = x_.dim(0), ohw = g.oh * g.ow, ckk = cin_ * kh_ * kw_, chw = cin_ * g.h * g.w;
   const float* in = x_.f32();
   const float* gy = dy.f32();
   const bool sq_w = weight_->sq_grad.defined(), sq_b = bias_ && bias_->sq_grad.defined();

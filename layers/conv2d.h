@@ -1,6 +1,7 @@
-// Conv2d over NCHW with square kernel, stride and zero padding; weight [Cout, Cin, K, K]
-// and optional bias (PyTorch names). CPU: im2col per image + OpenBLAS GEMM, images
-// split across threads; CUDA: cuDNN (layers/conv2d_cuda.cu).
+// Conv2d over NCHW with kernel, stride and zero padding given per direction (rows, columns)
+// or as one square value; weight [Cout, Cin, KH, KW] and optional bias (PyTorch names).
+// CPU: oneDNN, or im2col per image + OpenBLAS GEMM, images split across threads; CUDA:
+// cuDNN (layers/conv2d_cuda.cu).
 #pragma once
 
 #include "core/kernels/conv_onednn.h"
@@ -14,10 +15,20 @@ namespace st {
 // CPU algorithm: oneDNN where built (default), or the im2col + GEMM reference.
 enum class CpuConvAlgo { Auto, Im2col, OneDnn };
 
+// A size per direction: rows (h) and columns (w), as PyTorch's (kh, kw) tuples.
+struct Hw {
+  int h, w;
+};
+
 class Conv2d : public Layer {
  public:
   ~Conv2d() override { finish_queued_work(); }  // its queued tasks read its members
   Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride, int pad, bool bias,
+         Rng& rng)
+      : Conv2d(in_channels, out_channels, Hw{kernel, kernel}, Hw{stride, stride}, Hw{pad, pad},
+               bias, rng) {}
+  // Rectangular: Inception's 1x7 with padding {0, 3}, 7x1 with {3, 0} (Szegedy et al. 2016).
+  Conv2d(int64_t in_channels, int64_t out_channels, Hw kernel, Hw stride, Hw pad, bool bias,
          Rng& rng);
   std::string describe() const override;
   std::optional<TensorSpec> output_spec(const Tensor& x) const override;
@@ -52,7 +63,9 @@ class Conv2d : public Layer {
  private:
   cpu::ConvGeometry geometry(const Tensor& x) const;
   // 1x1, stride 1, no padding: the image already is its own column matrix.
-  bool is_pointwise() const { return k_ == 1 && stride_ == 1 && pad_ == 0; }
+  bool is_pointwise() const {
+    return kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1 && ph_ == 0 && pw_ == 0;
+  }
   void image_to_columns(const float* xi, const cpu::ConvGeometry& g, float* col, int64_t ld) const;
   bool uses_onednn() const { return algo_ != CpuConvAlgo::Im2col && cpu::onednn_built(); }
   // The format operands are rounded to before fp32 kernels (F32: none).
@@ -65,7 +78,7 @@ class Conv2d : public Layer {
   static constexpr int64_t kColumnBufferBytes = 1 << 20;
 
   int64_t cin_, cout_;
-  int k_, stride_, pad_;
+  int kh_, kw_, sh_, sw_, ph_, pw_;
   Param* weight_;
   Param* bias_ = nullptr;
   Tensor x_, w_;  // forward's operands as the kernels read them (backward reuses them)

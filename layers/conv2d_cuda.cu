@@ -145,8 +145,8 @@ Tensor Conv2d::forward_cuda(const Tensor& x) {
   if (s.shape != x.shape().dims() || s.precision != p) {
     const cudnnDataType_t type = cudnn_type(p);
     s.x.set(n, cin_, g.h, g.w, type);
-    s.w.set(cout_, cin_, k_, k_, type);
-    s.conv.set(pad_, stride_);
+    s.w.set(cout_, cin_, kh_, kw_, type);
+    s.conv.set(ph_, pw_, sh_, sw_);
     int on = 0, oc = 0, oh = 0, ow = 0;
     ST_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(s.conv.get(), s.x.get(), s.w.get(), &on,
                                                          &oc, &oh, &ow));

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "models/googlenet.h"
+#include "models/inception_v4.h"
 #include "models/ncf.h"
 #include "models/resnet_cifar.h"
 #include "models/resnet_imagenet.h"
@@ -45,8 +46,13 @@ std::vector<Entry>& entries() {
       {{"resnet110", "CIFAR ResNet-110 (option A), 1.7M params", 32}, cifar(110)},
       {{"resnet18_cifar", "CIFAR ResNet-18 of MiCRO/ExDyna (kuangliu), 11.2M params", 32},
        [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_resnet18(k, c, rng); }},
+      {{"resnet152_cifar", "CIFAR ResNet-152 of MiCRO (kuangliu, Bottleneck), 58.2M params", 32},
+       [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_resnet152(k, c, rng); }},
       {{"googlenet", "CIFAR GoogLeNet of MiCRO/ExDyna/SIDCo (kuangliu), 6.2M params", 32},
        [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_googlenet(k, c, rng); }},
+      {{"inception_v4", "Inception-v4 for 32x32 input of ExDyna (pytorch-cifar100), 41.2M params",
+        32},
+       [](int64_t k, int64_t c, int64_t, Rng& rng) { return inception_v4(k, c, rng); }},
       {{"senet18", "CIFAR SENet-18 of MiCRO/ExDyna/SIDCo (kuangliu), 11.3M params", 32},
        [](int64_t k, int64_t c, int64_t, Rng& rng) { return cifar_senet18(k, c, rng); }},
       {{"se_resnet18", "CIFAR ResNet-18 with squeeze-and-excitation, 11.3M params", 32},

@@ -70,25 +70,44 @@ LayerPtr cifar_resnet(int depth, int64_t num_classes, int64_t input_channels, Rn
   return net;
 }
 
-LayerPtr cifar_resnet18(int64_t num_classes, int64_t input_channels, Rng& rng) {
-  check_io("cifar_resnet18", num_classes, input_channels);
+namespace {
+
+// kuangliu's ResNet(block, num_blocks): four stages of 64/128/256/512 filters (times the
+// block's expansion), the first block of stages 2-4 with stride 2, a 1x1 conv + BN
+// shortcut named "shortcut" wherever the shape changes.
+LayerPtr kuangliu_resnet(const int (&blocks)[4], bool bottleneck, int64_t num_classes,
+                         int64_t input_channels, Rng& rng) {
   auto net = cifar_stem(input_channels, 64, rng);
+  const int64_t expansion = bottleneck ? kBottleneckExpansion : 1;
   int64_t in = 64;
-  const int64_t widths[4] = {64, 128, 256, 512};
   for (int stage = 0; stage < 4; ++stage) {
+    const int64_t width = int64_t{64} << stage, out = width * expansion;
     auto layer = std::make_unique<Sequential>();
-    for (int b = 0; b < 2; ++b) {
+    for (int b = 0; b < blocks[stage]; ++b) {
       const int stride = (stage > 0 && b == 0) ? 2 : 1;
-      const int64_t out = widths[stage];
       LayerPtr sc =
           (stride != 1 || in != out) ? projection_shortcut(in, out, stride, rng) : nullptr;
-      layer->add(basic_block(in, out, stride, std::move(sc), "shortcut", rng));
+      layer->add(bottleneck ? bottleneck_block(in, width, stride, std::move(sc), "shortcut", rng)
+                            : basic_block(in, width, stride, std::move(sc), "shortcut", rng));
       in = out;
     }
     net->add("layer" + std::to_string(stage + 1), std::move(layer));
   }
   add_head(*net, in, num_classes, rng);
   return net;
+}
+
+}  // namespace
+
+LayerPtr cifar_resnet18(int64_t num_classes, int64_t input_channels, Rng& rng) {
+  check_io("cifar_resnet18", num_classes, input_channels);
+  return kuangliu_resnet({2, 2, 2, 2}, /*bottleneck=*/false, num_classes, input_channels, rng);
+}
+
+LayerPtr cifar_resnet152(int64_t num_classes, int64_t input_channels, Rng& rng) {
+  check_io("cifar_resnet152", num_classes, input_channels);
+  // He et al. 2016, table 1's 152-layer stages.
+  return kuangliu_resnet({3, 8, 36, 3}, /*bottleneck=*/true, num_classes, input_channels, rng);
 }
 
 }  // namespace st

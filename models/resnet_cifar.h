@@ -11,6 +11,9 @@
 //    3x3 stem with 64 filters and no max-pool, BasicBlock stages [2, 2, 2, 2] with
 //    64/128/256/512 filters, 1x1 conv + BN projection shortcuts named "shortcut", global
 //    average pool, "linear"; PyTorch default init; 11,173,962 parameters.
+//  * The CIFAR ResNet-152 of MiCRO's CIFAR-10 runs (kuangliu/pytorch-cifar): the same
+//    stem and head around Bottleneck stages [3, 8, 36, 3] (expansion 4, so 256 to 2048
+//    channels), the stride on the 3x3 convolution; 58,156,618 parameters for 10 classes.
 #pragma once
 
 #include "core/rng.h"
@@ -25,5 +28,7 @@ LayerPtr cifar_resnet(int depth, int64_t num_classes, int64_t input_channels, Rn
                       CifarShortcut shortcut = CifarShortcut::A);
 
 LayerPtr cifar_resnet18(int64_t num_classes, int64_t input_channels, Rng& rng);
+
+LayerPtr cifar_resnet152(int64_t num_classes, int64_t input_channels, Rng& rng);
 
 }  // namespace st

@@ -17,7 +17,17 @@ ConvProbe probe_bf16_convolution() {
   ConvProbe p;
   if (!cpu::onednn_built()) return p;
   constexpr int64_t kBatch = 32, kChannels = 64, kSide = 8;
-  const cpu::ConvGeometry g{kChannels, kSide, kSide, 3, 3, 1, 1, kSide, kSide};
+  const cpu::ConvGeometry g{.c = kChannels,
+                            .h = kSide,
+                            .w = kSide,
+                            .kh = 3,
+                            .kw = 3,
+                            .sh = 1,
+                            .sw = 1,
+                            .ph = 1,
+                            .pw = 1,
+                            .oh = kSide,
+                            .ow = kSide};
   const int64_t act = kBatch * kChannels * kSide * kSide, wsize = kChannels * kChannels * 9;
   std::vector<float> x(act), y(act), dy(act), dx(act), w(wsize), dw(wsize);
   for (int64_t i = 0; i < act; ++i) {

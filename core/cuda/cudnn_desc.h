@@ -64,8 +64,9 @@ class ConvDesc {
 
   // Cross-correlation (what deep-learning frameworks call convolution), float accumulate
   // whatever the data type (cuDNN's "pseudo" half and bfloat16 configurations).
-  void set(int pad, int stride) {
-    ST_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d_, pad, pad, stride, stride, 1, 1,
+  // Padding and stride per direction (rows, columns): cuDNN takes rectangular filters.
+  void set(int pad_h, int pad_w, int stride_h, int stride_w) {
+    ST_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d_, pad_h, pad_w, stride_h, stride_w, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   }
   cudnnConvolutionDescriptor_t get() const { return d_; }

@@ -40,8 +40,8 @@ bool winograd_pays(int64_t out_channels, const ConvGeometry& g) {
     return v != nullptr && std::string(v) == "off";
   }();
   if (off) return false;
-  return g.kh == 3 && g.kw == 3 && g.stride == 1 && g.pad == 1 && g.c >= 32 && g.c % 16 == 0 &&
-         out_channels % 16 == 0 && !cores_shared();
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.ph == 1 && g.pw == 1 && g.c >= 32 &&
+         g.c % 16 == 0 && out_channels % 16 == 0 && !cores_shared();
 }
 }  // namespace
 
@@ -153,7 +153,8 @@ OneDnnConv::~OneDnnConv() = default;
 bool OneDnnConv::matches(int64_t batch, const ConvGeometry& g, ConvDTypes io) const {
   const ConvGeometry& h = impl_->g;
   return batch == impl_->batch && g.c == h.c && g.h == h.h && g.w == h.w && g.kh == h.kh &&
-         g.stride == h.stride && g.pad == h.pad && io == impl_->io;
+         g.kw == h.kw && g.sh == h.sh && g.sw == h.sw && g.ph == h.ph && g.pw == h.pw &&
+         io == impl_->io;
 }
 
 std::string OneDnnConv::forward_impl() const {

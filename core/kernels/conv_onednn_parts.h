@@ -26,9 +26,9 @@ inline ConvDims conv_dims(int64_t batch, int64_t out_channels, const ConvGeometr
           {out_channels, g.c, g.kh, g.kw},
           {batch, out_channels, g.oh, g.ow},
           {out_channels},
-          {g.stride, g.stride},
-          {g.pad, g.pad},
-          {(g.oh - 1) * g.stride + g.kh - g.h - g.pad, (g.ow - 1) * g.stride + g.kw - g.w - g.pad}};
+          {g.sh, g.sw},
+          {g.ph, g.pw},
+          {(g.oh - 1) * g.sh + g.kh - g.h - g.ph, (g.ow - 1) * g.sw + g.kw - g.w - g.pw}};
 }
 
 // Memory in the primitive's preferred layout, fed from (or drained to) a user buffer in

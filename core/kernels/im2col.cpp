@@ -24,10 +24,10 @@ void for_each_column_row(const ConvGeometry& g, int64_t ld, Fn fn) {
   for (int64_t c = 0; c < g.c; ++c)
     for (int64_t ky = 0; ky < g.kh; ++ky) {
       int64_t oy_lo, oy_hi;
-      valid_range(ky, g.h, g.oh, g.stride, g.pad, &oy_lo, &oy_hi);
+      valid_range(ky, g.h, g.oh, g.sh, g.ph, &oy_lo, &oy_hi);
       for (int64_t kx = 0; kx < g.kw; ++kx) {
         int64_t ox_lo, ox_hi;
-        valid_range(kx, g.w, g.ow, g.stride, g.pad, &ox_lo, &ox_hi);
+        valid_range(kx, g.w, g.ow, g.sw, g.pw, &ox_lo, &ox_hi);
         fn(c, ky, kx, ((c * g.kh + ky) * g.kw + kx) * ld, oy_lo, oy_hi, ox_lo, ox_hi);
       }
     }
@@ -43,13 +43,12 @@ void im2col(const float* image, const ConvGeometry& g, float* col, int64_t ld) {
                         std::memset(row, 0, sizeof(float) * oy_lo * g.ow);
                         for (int64_t oy = oy_lo; oy < oy_hi; ++oy) {
                           float* dst = row + oy * g.ow;
-                          const float* src =
-                              plane + (oy * g.stride - g.pad + ky) * g.w - g.pad + kx;
+                          const float* src = plane + (oy * g.sh - g.ph + ky) * g.w - g.pw + kx;
                           for (int64_t ox = 0; ox < ox_lo; ++ox) dst[ox] = 0.0f;
-                          if (g.stride == 1) {
+                          if (g.sw == 1) {
                             std::memcpy(dst + ox_lo, src + ox_lo, sizeof(float) * (ox_hi - ox_lo));
                           } else {
-                            for (int64_t ox = ox_lo; ox < ox_hi; ++ox) dst[ox] = src[ox * g.stride];
+                            for (int64_t ox = ox_lo; ox < ox_hi; ++ox) dst[ox] = src[ox * g.sw];
                           }
                           for (int64_t ox = ox_hi; ox < g.ow; ++ox) dst[ox] = 0.0f;
                         }
@@ -65,12 +64,11 @@ void col2im(const float* col, const ConvGeometry& g, float* image, int64_t ld) {
                         const float* row = col + at;
                         for (int64_t oy = oy_lo; oy < oy_hi; ++oy) {
                           const float* src = row + oy * g.ow;
-                          float* dst = plane + (oy * g.stride - g.pad + ky) * g.w - g.pad + kx;
-                          if (g.stride == 1) {
+                          float* dst = plane + (oy * g.sh - g.ph + ky) * g.w - g.pw + kx;
+                          if (g.sw == 1) {
                             for (int64_t ox = ox_lo; ox < ox_hi; ++ox) dst[ox] += src[ox];
                           } else {
-                            for (int64_t ox = ox_lo; ox < ox_hi; ++ox)
-                              dst[ox * g.stride] += src[ox];
+                            for (int64_t ox = ox_lo; ox < ox_hi; ++ox) dst[ox * g.sw] += src[ox];
                           }
                         }
                       });

@@ -7,11 +7,14 @@
 
 namespace st::cpu {
 
+// Rows (h) and columns (w) may differ in kernel, stride and padding: Inception's 1x7 and
+// 7x1 convolutions (Szegedy et al. 2016) pad only along their long side.
 struct ConvGeometry {
-  int64_t c, h, w;      // input channels and size
-  int64_t kh, kw;       // kernel
-  int64_t stride, pad;  // same in both directions
-  int64_t oh, ow;       // output size
+  int64_t c, h, w;  // input channels and size
+  int64_t kh, kw;   // kernel
+  int64_t sh, sw;   // stride
+  int64_t ph, pw;   // zero padding on both sides
+  int64_t oh, ow;   // output size
 };
 
 // `ld` is the row stride of col (>= OH*OW), so several images can sit side by side

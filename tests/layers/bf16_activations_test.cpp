@@ -1,5 +1,6 @@
 // bfloat16 activations (--precision bf16, docs/PRECISION.md): the conversions, and each
-// layer that takes them (ReLU, ShortcutPadA, the residual add, BatchNorm2d, Conv2d)
+// layer that takes them (ReLU, ShortcutPadA, the residual add, BatchNorm2d, Conv2d,
+// SqueezeExcite's channel scale)
 // against the same layer in float32 on the same bf16-rounded values, then a residual
 // block end to end.
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "layers/conv2d.h"
 #include "layers/pointwise.h"
 #include "layers/precision.h"
+#include "layers/squeeze_excite.h"
 #include "models/blocks.h"
 #include "models/shortcut_pad.h"
 #include "tests/gradcheck.h"
@@ -128,6 +130,32 @@ TEST(Bf16Activations, BatchNormComputesInFloat32AndRoundsItsOutputs) {
     expect_close(bn.bias().grad.to_vector(), ref.bias().grad.to_vector(), 0, 1e-6, "dbeta");
     expect_close(bn.running_var().to_vector(), ref.running_var().to_vector(), 0, 1e-7, "var");
   }
+}
+
+// SE-ResNet-18 under bf16 hands its SE blocks a convolution's bf16 output (blocked): the
+// scale reads it and writes y = x * s in bf16, rounded once; the squeeze (which widens its
+// input) and the parameter gradients see the same float32 values as with a float32 input.
+TEST(Bf16Activations, SqueezeExciteScalesBf16AndRoundsOnce) {
+  const Shape shape{3, 16, 4, 5};
+  Rng init_a(31), init_b(31);
+  SqueezeExcite ref(16, 4, init_a), se(16, 4, init_b);
+  Rng data(33);
+  const Tensor x = bf16_values(shape, data, 2.0f), dy = bf16_values(shape, data);
+  const Tensor y = ref.forward(x), dx = ref.backward(dy);
+  const Tensor yb = se.forward(to_layout(cpu::to_dtype(x, DType::BF16), Layout::Blocked16));
+  ASSERT_EQ(yb.dtype(), DType::BF16);
+  const std::vector<float> yf = y.to_vector(), ybf = floats(yb);
+  for (size_t i = 0; i < yf.size(); ++i)
+    ASSERT_EQ(ybf[i], cpu::bf16_to_float(cpu::float_to_bf16(yf[i]))) << "y element " << i;
+  const Tensor dxb = se.backward(cpu::to_dtype(dy, DType::BF16));
+  ASSERT_EQ(dxb.dtype(), DType::BF16);
+  // dx = dy * s + the squeeze's gradient: each term rounded to bf16, then their sum, so
+  // the bound is an ulp of the element and two of the largest term.
+  expect_close(floats(dxb), floats(dx), kBf16Ulp, 2 * kBf16Ulp, "dx");
+  const std::vector<Param*> want = collect_params(ref), got = collect_params(se);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(got[i]->grad.to_vector(), want[i]->grad.to_vector()) << want[i]->name;
 }
 
 struct ConvRun {

@@ -37,6 +37,28 @@ TEST(KnownValues, Conv2dPadded) {
                     0.5f, 7.5f, 8.5f, 9.5f});
 }
 
+// A 1x3 kernel [1, 2, 3] with padding (0, 1) and stride (2, 1) over rows 1..4 x columns
+// of a 4x3 image: each output is 1*left + 2*centre + 3*right of every other row, zeros
+// beyond the columns, no rows padded. Both CPU algorithms.
+TEST(KnownValues, Conv2dRectangularKernelStridePadding) {
+  std::vector<CpuConvAlgo> algos = {CpuConvAlgo::Im2col};
+  if (cpu::onednn_built()) algos.push_back(CpuConvAlgo::OneDnn);
+  for (CpuConvAlgo algo : algos) {
+    Rng rng(0);
+    Conv2d conv(1, 1, Hw{1, 3}, Hw{2, 1}, Hw{0, 1}, false, rng);
+    conv.set_cpu_algo(algo);
+    EXPECT_EQ(conv.describe(), "Conv2d(1->1, k1x3, s2x1, p0x1)");
+    EXPECT_EQ(conv.weight().value.shape(), Shape({1, 1, 1, 3}));
+    conv.weight().value.copy_from(Tensor::from_vector({1, 2, 3}, {1, 1, 1, 3}));
+    // rows: [1 2 3], [4 5 6], [7 8 9], [10 11 12]; rows 0 and 2 are read.
+    Tensor y =
+        conv.forward(Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 1, 4, 3}));
+    ASSERT_EQ(y.shape(), Shape({1, 1, 2, 3}));
+    // row 0: 2*1+3*2 = 8, 1+4+9 = 14, 2+6 = 8; row 2: 14+24 = 38, 7+16+27 = 50, 8+18 = 26
+    expect_values(y, {8, 14, 8, 38, 50, 26});
+  }
+}
+
 // Two input channels, stride 2, no padding: a 2x2 sum over both channels.
 TEST(KnownValues, Conv2dStrideTwoChannels) {
   Rng rng(0);

@@ -52,6 +52,15 @@ std::function<LayerPtr()> conv(uint64_t seed, int cin, int cout, int k, int stri
   };
 }
 
+// A rectangular Conv2d (kernel, stride and padding per direction) from Rng(seed).
+std::function<LayerPtr()> conv_hw(uint64_t seed, int cin, int cout, Hw kernel, Hw stride, Hw pad,
+                                  bool bias) {
+  return [=] {
+    Rng rng(seed);
+    return std::make_unique<Conv2d>(cin, cout, kernel, stride, pad, bias, rng);
+  };
+}
+
 std::function<LayerPtr()> linear(uint64_t seed, int in, int out, bool bias,
                                  Precision precision = Precision::F32) {
   return [=] {
@@ -205,11 +214,26 @@ std::vector<LayerCase> convolution_rows() {
     c.each_conv_algo = true;
     return c;
   };
+  // Inception-v4's asymmetric kernels (Szegedy et al. 2016, figs. 5-7).
+  auto rect_row = [](std::string name, int cin, int cout, Hw k, Hw stride, Hw pad, bool bias,
+                     const Shape& in) {
+    LayerCase c =
+        grad_row(std::move(name),
+                 conv_hw(cin * 100 + cout + k.h * 10 + k.w, cin, cout, k, stride, pad, bias), in);
+    c.each_conv_algo = true;
+    return c;
+  };
   return {conv_row("Conv2d3x3Stride1PadBias", 3, 4, 3, 1, 1, true, {2, 3, 6, 6}),
           conv_row("Conv2d3x3Stride2NoBias", 4, 5, 3, 2, 1, false, {2, 4, 7, 7}),
           conv_row("Conv2d1x1Pointwise", 4, 3, 1, 1, 0, true, {3, 4, 5, 5}),
           conv_row("Conv2d1x1Stride2", 4, 6, 1, 2, 0, false, {2, 4, 6, 6}),
-          conv_row("Conv2d7x7Stride2Pad3", 2, 3, 7, 2, 3, false, {2, 2, 9, 9})};
+          conv_row("Conv2d7x7Stride2Pad3", 2, 3, 7, 2, 3, false, {2, 2, 9, 9}),
+          rect_row("Conv2d1x7Pad0x3", 3, 4, {1, 7}, {1, 1}, {0, 3}, false, {2, 3, 5, 8}),
+          rect_row("Conv2d7x1Pad3x0Bias", 3, 2, {7, 1}, {1, 1}, {3, 0}, true, {2, 3, 8, 5}),
+          rect_row("Conv2d1x3Pad0x1", 4, 3, {1, 3}, {1, 1}, {0, 1}, false, {2, 4, 4, 5}),
+          rect_row("Conv2d3x1Pad1x0", 4, 3, {3, 1}, {1, 1}, {1, 0}, false, {2, 4, 5, 4}),
+          // Every field differs between rows and columns, so a swapped pair changes the shape.
+          rect_row("Conv2d3x5Stride2x1Pad1x2", 2, 3, {3, 5}, {2, 1}, {1, 2}, true, {2, 2, 7, 6})};
 }
 
 std::vector<LayerCase> normalisation_rows() {
@@ -359,6 +383,10 @@ std::vector<LayerCase> gradient_check_rows() {
       grad_row("MaxPool2d", simple<MaxPool2d>(3, 2, 1), {2, 2, 7, 7}),
       grad_row("AvgPool2d", simple<AvgPool2d>(2, 2), {2, 3, 6, 6}),
       grad_row("AvgPool2dPadded", simple<AvgPool2d>(3, 2, 1), {2, 2, 5, 5}),
+      // Inception's pooling branches: 3x3, stride 1, padding 1 (the border averages count
+      // the padded zeros, PyTorch's default).
+      grad_row("AvgPool2d3x3Stride1Pad1", simple<AvgPool2d>(3, 1, 1), {2, 3, 5, 4}),
+      grad_row("MaxPool2d3x3Stride1Pad1", simple<MaxPool2d>(3, 1, 1), {2, 3, 4, 5}),
       grad_row("GlobalAvgPool2d", simple<GlobalAvgPool2d>(), {3, 4, 5, 5}),
       grad_row("Linear", linear(8, 10, 7, true), {5, 10}),
       grad_row("Dropout",
@@ -477,6 +505,8 @@ std::vector<LayerCase> cuda_rows() {
       device_row("MaxPool2d2x2Stride2", simple<MaxPool2d>(2, 2, 0), {2, 4, 8, 8}, kExact),
       device_row("AvgPool2d3x3Stride2Pad1CountsPadding", simple<AvgPool2d>(3, 2, 1), {2, 3, 9, 9}),
       device_row("AvgPool2d2x2Stride2", simple<AvgPool2d>(2, 2, 0), {2, 4, 8, 8}),
+      device_row("AvgPool2d3x3Stride1Pad1", simple<AvgPool2d>(3, 1, 1), {2, 3, 7, 6}),
+      device_row("MaxPool2d3x3Stride1Pad1", simple<MaxPool2d>(3, 1, 1), {2, 3, 6, 7}, kExact),
       device_row("GlobalAvgPool2d", simple<GlobalAvgPool2d>(), {3, 5, 7, 7}),
       device_row("LinearWithBias", linear(3, 37, 19, true), {8, 37}),
       device_row("LinearNoBias", linear(4, 16, 5, false), {3, 16}),
@@ -484,6 +514,11 @@ std::vector<LayerCase> cuda_rows() {
       conv_row("Conv2d3x3Stride2NoBias", conv(8, 4, 6, 3, 2, 1, false), {3, 4, 9, 9}),
       conv_row("Conv2d1x1Pointwise", conv(9, 8, 4, 1, 1, 0, true), {2, 8, 6, 6}),
       conv_row("Conv2d7x7Stride2Pad3", conv(10, 3, 4, 7, 2, 3, false), {2, 3, 16, 16}),
+      conv_row("Conv2d1x7Pad0x3", conv_hw(11, 4, 6, {1, 7}, {1, 1}, {0, 3}, false), {2, 4, 9, 9}),
+      conv_row("Conv2d7x1Pad3x0Bias", conv_hw(12, 4, 6, {7, 1}, {1, 1}, {3, 0}, true),
+               {2, 4, 9, 9}),
+      conv_row("Conv2d3x5Stride2x1Pad1x2", conv_hw(13, 3, 5, {3, 5}, {2, 1}, {1, 2}, true),
+               {2, 3, 9, 8}),
       device_row("SmallNetworkTrainingStep", small_network, {4, 3, 8, 8}, kConvTol),
       device_row("ConcatInceptionBranches", concat_block, {3, 3, 7, 7}, kConvTol),
       device_row("SqueezeExcite", squeeze_excite_block, {3, 8, 5, 5}, kConvTol),

@@ -24,6 +24,16 @@ TEST(ShapeErrors, Conv2dWrongChannels) {
   EXPECT_NE(msg.find("[2, 4, 8, 8]"), std::string::npos) << msg;
 }
 
+// A rectangular kernel taller than the padded input: the layer names its k7x1, p3x0.
+TEST(ShapeErrors, Conv2dRectangularKernelLargerThanInput) {
+  Rng rng(0);
+  Conv2d conv(2, 4, Hw{1, 7}, Hw{1, 1}, Hw{0, 1}, false, rng);
+  std::string msg = error_of([&] { conv.forward(Tensor::zeros({1, 2, 5, 4})); });
+  EXPECT_NE(msg.find("Conv2d(2->4, k1x7, s1, p0x1)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("smaller than the kernel"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[1, 2, 5, 4]"), std::string::npos) << msg;
+}
+
 TEST(ShapeErrors, LinearWrongFeatures) {
   Rng rng(0);
   Linear fc(10, 5, true, rng);

@@ -28,6 +28,17 @@ TEST(ForwardBackward, CifarResNet18) {
   run("resnet18_cifar", 1, {12});
 }
 
+// Bottleneck blocks (expansion 4) behind the CIFAR stem: 8 -> 8, 4, 2, 1.
+TEST(ForwardBackward, CifarResNet152) {
+  run("resnet152_cifar", 1, {8});
+}
+
+// A fixed 7x7 average pool after 32 -> 30 -> 14 -> 7 pixels: 32x32 input only; the 1x7,
+// 7x1, 1x3 and 3x1 convolutions and the InceptionC pairs route every gradient.
+TEST(ForwardBackward, InceptionV4) {
+  run("inception_v4", 3, {32});
+}
+
 // On 32x32 the final global max-pool equals the reference 2x2 max-pool of a 2x2 map; on
 // 28x28 (a 1x1 map there) it lets Fashion-MNIST through.
 TEST(ForwardBackward, Vgg16) {

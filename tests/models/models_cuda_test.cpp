@@ -83,5 +83,12 @@ TEST(ModelsCuda, SEResNet18Step) {
   compare_arch("se_resnet18", {2, 3, 16, 16});
 }
 
+// cuDNN's rectangular filters (1x7, 7x1, 1x3, 3x1) and the InceptionC pairs; dropout draws
+// the same Philox masks on both devices.
+TEST(ModelsCuda, InceptionV4Step) {
+  ST_REQUIRE_CUDA_DEVICE();
+  compare_arch("inception_v4", {2, 3, 32, 32});
+}
+
 }  // namespace
 }  // namespace st::test

@@ -198,6 +198,50 @@ TEST(ReferenceNames, SEResNet18Names) {
   expect_unique(n);
 }
 
+// kuangliu ResNet152(): Bottleneck blocks [3, 8, 36, 3] with conv1..conv3, bn1..bn3, a
+// projection shortcut on every stage's first block (layer1 widens 64 -> 256), linear.
+TEST(ReferenceNames, CifarResNet152Names) {
+  Rng rng(0);
+  LayerPtr m = make_model("resnet152_cifar", 10, 3, rng);
+  const Named n = names_of(*m);
+  EXPECT_EQ(n.params[0], "conv1.weight");
+  EXPECT_EQ(shape_of(*m, "layer1.0.shortcut.0.weight"), Shape({256, 64, 1, 1}));
+  EXPECT_EQ(shape_of(*m, "layer3.35.conv2.weight"), Shape({256, 256, 3, 3}));
+  EXPECT_EQ(shape_of(*m, "layer4.0.conv2.weight"), Shape({512, 512, 3, 3}));
+  EXPECT_EQ(shape_of(*m, "layer4.2.conv3.weight"), Shape({2048, 512, 1, 1}));
+  EXPECT_FALSE(contains(n.params, "layer3.1.shortcut.0.weight"));  // identity there
+  EXPECT_FALSE(contains(n.params, "layer3.36.conv1.weight"));
+  EXPECT_TRUE(contains(n.buffers, "layer2.7.bn3.running_mean"));
+  EXPECT_EQ(shape_of(*m, "linear.weight"), Shape({10, 2048}));
+  expect_unique(n);
+}
+
+// weiaicunzai InceptionV4(4, 7, 3): BasicConv2d children conv/bn, the blocks named
+// InceptionA_0 .. InceptionC_2, the rectangular kernels as [Cout, Cin, KH, KW].
+TEST(ReferenceNames, InceptionV4Names) {
+  Rng rng(0);
+  LayerPtr m = make_model("inception_v4", 100, 3, rng);
+  const Named n = names_of(*m);
+  EXPECT_EQ(n.params[0], "stem.conv1.0.conv.weight");
+  EXPECT_EQ(shape_of(*m, "stem.branch7x7a.1.conv.weight"), Shape({64, 64, 7, 1}));
+  EXPECT_EQ(shape_of(*m, "stem.branch7x7a.2.conv.weight"), Shape({64, 64, 1, 7}));
+  EXPECT_EQ(shape_of(*m, "stem.branchpoolb.conv.weight"), Shape({192, 192, 3, 3}));
+  EXPECT_EQ(shape_of(*m, "inception_a.InceptionA_3.branchpool.1.conv.weight"),
+            Shape({96, 384, 1, 1}));
+  EXPECT_EQ(shape_of(*m, "reduction_a.branch3x3.conv.weight"), Shape({384, 384, 3, 3}));
+  EXPECT_EQ(shape_of(*m, "inception_b.InceptionB_6.branch7x7stack.4.conv.weight"),
+            Shape({256, 224, 7, 1}));
+  EXPECT_EQ(shape_of(*m, "reduction_b.branch7x7.3.conv.weight"), Shape({320, 320, 3, 3}));
+  EXPECT_EQ(shape_of(*m, "inception_c.InceptionC_0.branch3x3a.conv.weight"),
+            Shape({256, 384, 3, 1}));
+  EXPECT_EQ(shape_of(*m, "inception_c.InceptionC_2.branch3x3stackb.conv.weight"),
+            Shape({256, 512, 3, 1}));
+  EXPECT_TRUE(contains(n.buffers, "inception_c.InceptionC_1.branch3x3stack.2.bn.running_var"));
+  EXPECT_FALSE(contains(n.params, "stem.conv1.0.conv.bias"));
+  EXPECT_EQ(shape_of(*m, "linear.weight"), Shape({100, 1536}));
+  expect_unique(n);
+}
+
 // kuangliu VGG('VGG16'): features.{i} with conv-BN-ReLU at i, i+1, i+2; 14,728,266.
 TEST(ReferenceNames, Vgg16NamesAndCount) {
   Rng rng(0);

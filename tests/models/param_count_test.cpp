@@ -51,6 +51,21 @@ TEST(ParamCount, ImageNetResNet34) {
   EXPECT_EQ(count("resnet34", 1000), 21797672);
 }
 
+// The two CNNs of the papers' tables beyond ResNet-18, GoogLeNet and SENet-18, against
+// sum(p.numel() for p in model.parameters()) of their PyTorch twins
+// (bench/torch_cifar_models.py count ARCH CLASSES, torch 1.13), which load the reference
+// implementations' state dicts name for name: kuangliu's ResNet152() and weiaicunzai's
+// InceptionV4(4, 7, 3).
+TEST(ParamCount, CifarResNet152) {
+  EXPECT_EQ(count("resnet152_cifar", 10), 58156618);
+  EXPECT_EQ(count("resnet152_cifar", 100), 58341028);
+}
+
+TEST(ParamCount, InceptionV4) {
+  EXPECT_EQ(count("inception_v4", 10), 41158186);
+  EXPECT_EQ(count("inception_v4", 100), 41296516);
+}
+
 TEST(ParamCount, SmallCnn) {
   // conv1 1*32*9 + bn 64 + conv2 32*64*9 + bn 128 + fc 64*7*7*10 + 10
   EXPECT_EQ(count("small_cnn", 10, 1), 288 + 64 + 18432 + 128 + 31360 + 10);

@@ -36,7 +36,17 @@ Tensor random_tensor(const Shape& s, uint64_t seed, bool positive = false) {
 // with `bf16_io` x, y, dy and dx are bfloat16 tensors (the activations of a ResNet in bf16).
 Grads backward(int64_t batch, bool bias, bool blocked, int threads, bool magnitudes,
                bool bf16_io = false) {
-  const cpu::ConvGeometry g{16, 6, 6, 3, 3, 1, 1, 6, 6};
+  const cpu::ConvGeometry g{.c = 16,
+                            .h = 6,
+                            .w = 6,
+                            .kh = 3,
+                            .kw = 3,
+                            .sh = 1,
+                            .sw = 1,
+                            .ph = 1,
+                            .pw = 1,
+                            .oh = 6,
+                            .ow = 6};
   Tensor x = random_tensor({batch, 16, 6, 6}, 1, magnitudes);
   Tensor w = random_tensor({32, 16, 3, 3}, 2, magnitudes);
   Tensor dy = random_tensor({batch, 32, 6, 6}, 3, magnitudes);

@@ -2,12 +2,14 @@
 ResNet-18 and ResNet-152 (kuangliu/pytorch-cifar) and Inception-v4 (weiaicunzai/
 pytorch-cifar100) (models/googlenet.h, models/senet.h, models/resnet_cifar.h,
 models/inception_v4.h), written in plain torch.nn with the same module names, so a state
-dict is a sparsetrain model's parameters and buffers by name.
+dict is a sparsetrain model's parameters and buffers by name; NCF's twin is torch_ncf.py
+(arch "ncf", CLASSES given as USERS,ITEMS).
 
   torch_cifar_models.py count ARCH CLASSES   prints the trainable parameter count
   torch_cifar_models.py check FILE           loads a file written by model_logits (its
       parameters, buffers, input and logits), runs the twin on the input and checks the
-      logits agree within --rtol (relative to the largest logit); exit 1 otherwise.
+      logits agree within --rtol (relative to the largest logit) and the twin holds as many
+      numbers as the file's parameters and buffers; exit 1 otherwise.
   torch_cifar_models.py check FILE --checkpoint CKPT
       the same with the weights read from CKPT, a checkpoint `sparsetrain train` wrote
       (FILE from `model_logits --checkpoint CKPT`: input and logits in evaluation mode).
@@ -24,6 +26,8 @@ from collections import OrderedDict
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import torch_ncf
 
 
 def conv_bn_relu(inp, out, k):
@@ -363,6 +367,9 @@ class InceptionV4(nn.Module):
 
 
 def build(arch, classes):
+    if arch == "ncf":
+        return torch_ncf.build(classes)
+    classes = int(classes)
     if arch == "resnet18_cifar":
         return CifarResNet(BasicBlock, (2, 2, 2, 2), classes)
     if arch == "resnet152_cifar":
@@ -400,7 +407,10 @@ def load_safetensors(path):
 
 
 def classes_of(tensors, path):
-    """The number of classes: the rows of the last layer's weight ("linear" or "fc")."""
+    """The number of classes: the rows of the last layer's weight ("linear" or "fc"); for
+    NCF "USERS,ITEMS", the rows of its GMF tables."""
+    if "mf.embed.user.weight" in tensors:
+        return f"{len(tensors['mf.embed.user.weight'])},{len(tensors['mf.embed.item.weight'])}"
     for name in ("linear.weight", "fc.weight", "classifier.weight"):
         if name in tensors:
             return tensors[name].shape[0]
@@ -464,12 +474,17 @@ def check(path, rtol, checkpoint=None, noise_factor=None):
             if got is None or not torch.equal(got, v):
                 sys.exit(f"{checkpoint}: {k} differs from what sparsetrain loaded")
     else:
-        model = build(meta["arch"], int(meta["classes"]))
+        model = build(meta["arch"], meta["classes"])
         state = {k: v for k, v in tensors.items() if k not in ("input", "logits")}
         missing, unexpected = model.load_state_dict(state, strict=False)
         if missing or unexpected:
             sys.exit(f"{path}: names differ from the twin: missing {missing}, "
                      f"unexpected {unexpected}")
+    ours = sum(v.numel() for v in model.state_dict().values())
+    theirs = sum(v.numel() for k, v in tensors.items() if k not in ("input", "logits"))
+    print(f"parameters and buffers: twin {ours}, sparsetrain {theirs}")
+    if ours != theirs:
+        sys.exit(f"{meta['arch']}: the twin holds {ours} numbers, sparsetrain {theirs}")
     training = meta.get("training", "1") == "1"
     set_mode(model, training)
     with torch.no_grad():
@@ -495,7 +510,7 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("count")
     c.add_argument("arch")
-    c.add_argument("classes", type=int)
+    c.add_argument("classes", help="the number of classes; USERS,ITEMS for ncf")
     k = sub.add_parser("check")
     k.add_argument("file")
     k.add_argument("--rtol", type=float, default=1e-4)

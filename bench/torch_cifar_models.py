@@ -123,28 +123,6 @@ class BasicSEBlock(SqueezeExcite):
         return F.relu(self.se(out) + self.shortcut(x))
 
 
-class SENet(nn.Module):
-    def __init__(self, block, classes, pool):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        inp = 64
-        for i, planes in enumerate((64, 128, 256, 512)):
-            blocks = []
-            for b in range(2):
-                blocks.append(block(inp, planes, 2 if i > 0 and b == 0 else 1))
-                inp = planes
-            setattr(self, f"layer{i + 1}", nn.Sequential(*blocks))
-        self.pool = pool
-        self.linear = nn.Linear(512, classes)
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        for i in range(4):
-            out = getattr(self, f"layer{i + 1}")(out)
-        return self.linear(self.pool(out).flatten(1))
-
-
 class BasicBlock(nn.Module):
     """kuangliu's BasicBlock: two 3x3 convolutions, a 1x1 conv + BN shortcut on a change."""
     expansion = 1
@@ -191,9 +169,11 @@ def shortcut(inp, out, stride):
 
 
 class CifarResNet(nn.Module):
-    """kuangliu's CIFAR ResNet: 3x3 stem of 64, no max-pool, four stages, avg-pool 4."""
+    """kuangliu's CIFAR ResNet: 3x3 stem of 64, no max-pool, four stages, then `pool`
+    (avg-pool 4 unless given); with squeeze-and-excitation blocks, SENet-18 and
+    SE-ResNet-18."""
 
-    def __init__(self, block, blocks, classes):
+    def __init__(self, block, blocks, classes, pool=None):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
@@ -202,15 +182,16 @@ class CifarResNet(nn.Module):
             layers = []
             for b in range(n):
                 layers.append(block(inp, planes, 2 if i > 0 and b == 0 else 1))
-                inp = planes * block.expansion
+                inp = planes * getattr(block, "expansion", 1)
             setattr(self, f"layer{i + 1}", nn.Sequential(*layers))
+        self.pool = pool or nn.AvgPool2d(4)
         self.linear = nn.Linear(inp, classes)
 
     def forward(self, x):
         out = F.relu(self.bn1(self.conv1(x)))
         for i in range(4):
             out = getattr(self, f"layer{i + 1}")(out)
-        return self.linear(F.avg_pool2d(out, 4).flatten(1))
+        return self.linear(self.pool(out).flatten(1))
 
 
 class BasicConv2d(nn.Module):
@@ -379,9 +360,9 @@ def build(arch, classes):
     if arch == "googlenet":
         return GoogLeNet(classes)
     if arch == "senet18":
-        return SENet(PreActSEBlock, classes, nn.AvgPool2d(4))
+        return CifarResNet(PreActSEBlock, (2, 2, 2, 2), classes, nn.AvgPool2d(4))
     if arch == "se_resnet18":
-        return SENet(BasicSEBlock, classes, nn.AdaptiveAvgPool2d(1))
+        return CifarResNet(BasicSEBlock, (2, 2, 2, 2), classes, nn.AdaptiveAvgPool2d(1))
     sys.exit(f"torch_cifar_models.py: no twin for arch '{arch}'")
 
 

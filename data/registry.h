@@ -15,6 +15,10 @@
 
 namespace st {
 
+// Where Debian's dataset-fashion-mnist package installs Fashion-MNIST: the folder
+// --dataset fashion-mnist reads when no --data-dir is given.
+inline constexpr const char* kDebianFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
 struct DatasetSpec {
   std::string name = {};           // one of dataset_names()
   std::filesystem::path dir = {};  // --data-dir (unused by synthetic)

@@ -60,8 +60,8 @@ std::vector<FlagRow> data_rows() {
        .lm_default = "fortunes"},
       {.names = "--data-dir",
        .field = &TrainConfig::data_dir,
-       .help = "folder with the dataset files (fashion-mnist defaults to "
-               "/usr/share/datasets/fashion-mnist)",
+       .help = std::string("folder with the dataset files (fashion-mnist defaults to ") +
+               kDebianFashionMnistDir + ")",
        .show_default = false,
        .eval_too = true,
        .saved_as = "data_dir",

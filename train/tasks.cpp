@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/number_text.h"
 #include "core/word_list.h"
+#include "data/registry.h"
 #include "models/registry.h"
 #include "train/presets.h"
 
@@ -213,8 +214,7 @@ std::string data_folder(const std::string& dataset) {
   const DataFiles& d = files_of(dataset);
   const fs::path under_root = fs::path(data_root()) / d.folder;
   // Debian's package, unless the data root holds its own copy.
-  if (dataset == "fashion-mnist" && !fs::exists(under_root))
-    return "/usr/share/datasets/fashion-mnist";
+  if (dataset == "fashion-mnist" && !fs::exists(under_root)) return kDebianFashionMnistDir;
   return under_root.string();
 }
 

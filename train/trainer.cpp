@@ -24,14 +24,11 @@ namespace st {
 
 namespace {
 
-// Debian's dataset-fashion-mnist package installs the files here.
-const char* kDebianFashionMnist = "/usr/share/datasets/fashion-mnist";
-
 DatasetSpec dataset_spec(const TrainConfig& c, bool train, const ArchInfo& arch) {
   DatasetSpec s;
   s.name = c.dataset;
   s.dir = c.data_dir;
-  if (s.dir.empty() && c.dataset == "fashion-mnist") s.dir = kDebianFashionMnist;
+  if (s.dir.empty() && c.dataset == "fashion-mnist") s.dir = kDebianFashionMnistDir;
   ST_CHECK(!s.dir.empty() || c.dataset == "synthetic", "--data-dir is required for --dataset ",
            c.dataset, " (or use --dataset synthetic)");
   s.train = train;

@@ -78,8 +78,6 @@ def register_hook(ddp, a):
         sp = dict(kv.split("=", 1) for kv in a.sp)
         state = stt.HookState(a.method, density=a.density, sp={k: float(v) for k, v in sp.items()})
         ddp.register_comm_hook(state, stt.hook)
-        return state
-    return None
 
 
 def evaluate(model, x, y):

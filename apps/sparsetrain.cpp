@@ -231,7 +231,8 @@ void add_subcommands(Cli& cli) {
   cli.models = cli.app.add_subcommand(
       "models",
       "list the architectures with their trainable parameter counts (the language model, "
-      "--arch lstm, is not listed: its size follows its corpus's vocabulary)");
+      "--arch lstm, once per --preset at its paper's vocabulary: its size follows the "
+      "corpus)");
   CLI::App* models = cli.models;
   CLI::Option* models_json =
       models->add_flag("--json", cli.models_json,
@@ -353,8 +354,8 @@ int run(Cli& cli, std::unique_ptr<st::Communicator>& comm) {
           stdout);
       return 0;
     }
-    const std::vector<st::ArchCount> rows =
-        st::count_archs(cli.models_classes, cli.models_channels);
+    std::vector<st::ArchCount> rows = st::count_archs(cli.models_classes, cli.models_channels);
+    for (st::ArchCount& row : st::preset_counts()) rows.push_back(std::move(row));
     std::fputs((cli.models_json ? st::models_json(rows) : st::models_listing(rows)).c_str(),
                stdout);
     return 0;

@@ -20,6 +20,7 @@ mean step time after 5 warm-up steps, test loss and accuracy on the whole test s
 import argparse
 import gzip
 import json
+import math
 import os
 import sys
 import tempfile
@@ -80,6 +81,16 @@ def register_hook(ddp, a):
         ddp.register_comm_hook(state, stt.hook)
 
 
+def learning_rate(a, step, total_steps):
+    """A linear warm-up over the first --warmup-steps (the same for every hook), then
+    --lr held (constant) or decayed to zero by the last step (cosine)."""
+    warm = min(1.0, (step + 1) / max(1, a.warmup_steps))
+    if a.schedule == "constant" or step < a.warmup_steps:
+        return a.lr * warm
+    progress = (step - a.warmup_steps) / max(1, total_steps - a.warmup_steps)
+    return a.lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
 def evaluate(model, x, y):
     model.eval()
     loss, correct = 0.0, 0
@@ -111,9 +122,8 @@ def train(rank, world, a):
         for i in range(steps_per_epoch):
             if a.max_steps and step >= a.max_steps:
                 break
-            # A linear warm-up over the first --warmup-steps (the same for every hook).
             for g in opt.param_groups:
-                g["lr"] = a.lr * min(1.0, (step + 1) / max(1, a.warmup_steps))
+                g["lr"] = learning_rate(a, step, steps_per_epoch * a.epochs)
             idx = mine[i * a.batch:(i + 1) * a.batch]
             s0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
@@ -138,7 +148,7 @@ def train(rank, world, a):
         print(json.dumps({"summary": True, "arch": a.arch, "hook": a.hook,
                           "method": a.method if a.hook == "stt" else None,
                           "density": a.density if a.hook == "stt" else None, "world": world,
-                          "seed": a.seed, "epochs": a.epochs, "steps": step,
+                          "seed": a.seed, "epochs": a.epochs, "schedule": a.schedule, "steps": step,
                           "wall_s": round(time.perf_counter() - start, 2),
                           "step_ms": round(1e3 * float(np.mean(steady)), 2),
                           "test_loss": round(test_loss, 5), "test_acc": round(test_acc, 2)}),
@@ -168,6 +178,8 @@ def main():
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--wd", type=float, default=5e-4)
     p.add_argument("--warmup-steps", type=int, default=100)
+    p.add_argument("--schedule", default="constant", choices=["constant", "cosine"],
+                   help="after the warm-up: hold --lr, or decay it to zero over --epochs")
     p.add_argument("--bucket-cap-mb", type=float, default=25)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")

@@ -21,9 +21,19 @@ std::string padded(const std::string& text, size_t width, bool right_align) {
   return right_align ? fill + text : text + fill;
 }
 
-std::string input_text(int64_t image_size) {
+std::string image_text(int64_t image_size) {
   if (image_size <= 0) return "-";  // a registered row that leaves the size to the dataset
   return std::to_string(image_size) + "x" + std::to_string(image_size);
+}
+
+// What a row takes: an image size, or a language model's vocabulary.
+std::string input_text(const ArchCount& r) {
+  return r.preset.empty() ? image_text(r.info.image_size) : with_thousands(r.vocab) + " words";
+}
+
+// The name column: the --arch value, and the --preset of a language model's row.
+std::string name_text(const ArchCount& r) {
+  return r.preset.empty() ? r.info.name : r.info.name + " --preset " + r.preset;
 }
 
 // "MaxPool2d(k2, s2)" -> "MaxPool2d": the kind of a layer, for the note on those left out.
@@ -51,7 +61,12 @@ ArchCount count_arch(const std::string& arch, int64_t classes, int64_t channels)
   const ArchInfo info = arch_info(arch);  // a copy: the row outlives the registry's storage
   Rng rng(0);                             // the values do not matter, only how many there are
   LayerPtr model = make_model(arch, classes, channels, rng);
-  return {info, classes, channels, count_params(*model)};
+  ArchCount row;
+  row.info = info;
+  row.classes = classes;
+  row.channels = channels;
+  row.params = count_params(*model);
+  return row;
 }
 
 std::vector<ArchCount> count_archs(int64_t classes, int64_t channels) {
@@ -65,9 +80,9 @@ std::string models_listing(const std::vector<ArchCount>& rows) {
   const std::string head_name = "arch", head_params = "params", head_input = "input";
   size_t name_w = head_name.size(), params_w = head_params.size(), input_w = head_input.size();
   for (const ArchCount& r : rows) {
-    name_w = std::max(name_w, r.info.name.size());
+    name_w = std::max(name_w, name_text(r).size());
     params_w = std::max(params_w, with_thousands(r.params).size());
-    input_w = std::max(input_w, input_text(r.info.image_size).size());
+    input_w = std::max(input_w, input_text(r).size());
   }
   auto line = [&](const std::string& name, const std::string& params, const std::string& input,
                   const std::string& description) {
@@ -78,20 +93,27 @@ std::string models_listing(const std::vector<ArchCount>& rows) {
   if (!rows.empty())
     out += std::to_string(rows.front().classes) + " classes, " +
            std::to_string(rows.front().channels) +
-           " input channels, each architecture at its natural input size\n";
+           " input channels, each architecture at its natural input size (language models "
+           "at their paper's vocabulary)\n";
   out += line(head_name, head_params, head_input, "description");
   for (const ArchCount& r : rows)
-    out += line(r.info.name, with_thousands(r.params), input_text(r.info.image_size),
-                r.info.description);
+    out += line(name_text(r), with_thousands(r.params), input_text(r), r.info.description);
   return out;
 }
 
 std::string models_json(const std::vector<ArchCount>& rows) {
   std::string out;
   for (const ArchCount& r : rows) {
-    const nlohmann::ordered_json row = {
-        {"name", r.info.name},  {"params", r.params},     {"image_size", r.info.image_size},
-        {"classes", r.classes}, {"channels", r.channels}, {"description", r.info.description}};
+    nlohmann::ordered_json row = {
+        {"name", r.info.name}, {"params", r.params}, {"image_size", r.info.image_size}};
+    if (r.preset.empty()) {
+      row["classes"] = r.classes;
+      row["channels"] = r.channels;
+    } else {
+      row["preset"] = r.preset;
+      row["vocab"] = r.vocab;
+    }
+    row["description"] = r.info.description;
     out += row.dump() + "\n";
   }
   return out;
@@ -249,7 +271,7 @@ std::string arch_summary(const std::string& arch, int64_t classes, int64_t chann
   return layer_table(*model,
                      info.name + ": " + std::to_string(classes) + " classes, " +
                          std::to_string(channels) + " input channels, " +
-                         input_text(info.image_size) + " input",
+                         image_text(info.image_size) + " input",
                      input);
 }
 

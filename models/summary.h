@@ -21,19 +21,26 @@ struct ArchCount {
   int64_t classes = 0;
   int64_t channels = 0;
   int64_t params = 0;  // trainable elements: weights, biases, BatchNorm scale and shift
+  // A language model's row (train/presets.h, preset_counts): the --preset that builds it
+  // and the vocabulary it was counted at; classes and channels are 0 then.
+  std::string preset;
+  int64_t vocab = 0;
 };
 
 // Builds `arch` (one model at a time, freed before the next) and counts its parameters.
 // Throws st::Error for an unknown name or a non-positive classes or channels.
 ArchCount count_arch(const std::string& arch, int64_t classes, int64_t channels);
 // Every row of model_archs(), in its order. The language model (--arch lstm) is not a
-// registry row: its size follows the corpus's vocabulary, which only a dataset gives.
+// registry row: its size follows the corpus's vocabulary, which only a dataset gives, so
+// its rows come from the presets at their paper's vocabulary (train/presets.h).
 std::vector<ArchCount> count_archs(int64_t classes, int64_t channels);
 
-// `sparsetrain models`: an aligned table (counts with thousands separators).
+// `sparsetrain models`: an aligned table (counts with thousands separators). A language
+// model's row shows its --preset and vocabulary in place of an input size.
 std::string models_listing(const std::vector<ArchCount>& rows);
 // `sparsetrain models --json`: one JSON object per row and line (name, params,
-// image_size, classes, channels, description).
+// image_size, classes, channels, description; a language model's row has preset and
+// vocab in place of classes and channels).
 std::string models_json(const std::vector<ArchCount>& rows);
 
 // A layer that owns parameters, as the table of layers shows it.

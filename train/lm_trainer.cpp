@@ -86,18 +86,6 @@ double evaluate(LstmLm& model, const Tensor& data, int64_t bptt, int64_t max_win
   return loss_sum / tokens;
 }
 
-LstmLmConfig model_config(const LmOptions& lm, int64_t vocab, uint64_t seed) {
-  LstmLmConfig m;
-  m.vocab = vocab;
-  m.emsize = lm.emsize;
-  m.hidden = lm.hidden;
-  m.layers = lm.layers;
-  m.dropout = lm.dropout;
-  m.tied = lm.tied;
-  m.seed = seed;
-  return m;
-}
-
 std::map<std::string, std::string> run_metadata(const TrainConfig& c, const LmOptions& lm,
                                                 int64_t vocab, int world) {
   std::map<std::string, std::string> meta = flag_metadata(c, SavedBy::lm);
@@ -243,7 +231,7 @@ LmTask::LmTask(const TrainConfig& c, const LmOptions& lm, Communicator& comm)
       vocab_(corpus_.vocab.size()),
       windows_(num_bptt_windows(train_data_.dim(0), lm.bptt)),
       rng_(c.seed),
-      model_(model_config(lm, vocab_, c.seed * 1000003ull + static_cast<uint64_t>(comm.rank())),
+      model_(lm_model_config(lm, vocab_, c.seed * 1000003ull + static_cast<uint64_t>(comm.rank())),
              rng_),
       plateau_(c.schedule == "plateau"),
       plateau_lr_(c.lr) {
@@ -332,6 +320,18 @@ void LmTask::restore(const std::string& path, const std::map<std::string, std::s
 
 }  // namespace
 
+LstmLmConfig lm_model_config(const LmOptions& lm, int64_t vocab, uint64_t seed) {
+  LstmLmConfig m;
+  m.vocab = vocab;
+  m.emsize = lm.emsize;
+  m.hidden = lm.hidden;
+  m.layers = lm.layers;
+  m.dropout = lm.dropout;
+  m.tied = lm.tied;
+  m.seed = seed;
+  return m;
+}
+
 bool is_lm_checkpoint(const std::string& checkpoint) {
   const TensorFile f = load_safetensors(checkpoint);
   auto it = f.metadata.find("arch");
@@ -391,7 +391,7 @@ LmResult evaluate_lm_checkpoint(const TrainConfig& config, const std::string& ch
   ST_CHECK(corpus.vocab.size() == vocab, checkpoint, ": the model has a vocabulary of ", vocab,
            " words but ", corpus.name, " gives ", corpus.vocab.size());
   Rng rng(0);
-  LstmLm model(model_config(lm, vocab, 0), rng);
+  LstmLm model(lm_model_config(lm, vocab, 0), rng);
   load_checkpoint(checkpoint, model, nullptr, nullptr, {},  // host tensors, copied into the model
                   config.allow_unknown_tensors);
   model.to(device);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "models/lstm_lm.h"
 #include "train/config.h"
 
 namespace st {
@@ -50,6 +51,9 @@ LmResult train_lm(const TrainConfig& config, const LmOptions& lm, Communicator& 
 // from the checkpoint's metadata; the corpus from config.dataset / data_dir).
 LmResult evaluate_lm_checkpoint(const TrainConfig& config, const std::string& checkpoint,
                                 Communicator& comm);
+
+// The LSTM of `lm` for a corpus of `vocab` words, its dropout masks drawn from `seed`.
+LstmLmConfig lm_model_config(const LmOptions& lm, int64_t vocab, uint64_t seed);
 
 // True when `checkpoint` was written by train_lm.
 bool is_lm_checkpoint(const std::string& checkpoint);

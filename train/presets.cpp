@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/word_list.h"
+#include "train/lm_trainer.h"
 
 namespace st {
 
@@ -38,7 +39,10 @@ std::vector<Preset> make_presets() {
         {"--clip", "0.4"},
         {"--warmup-epochs", "5"},
         {"--schedule", "multistep:60,80:0.1"},
-        {"--epochs", "90"}}},
+        {"--epochs", "90"}},
+       // WikiText-2's vocabulary with the end-of-line token, as the run script's
+       // parameter count implies (28,949,319 = 10,155,600 + 651 x 28,869).
+       28869},
       // SIDCo (Abdelmoniem et al., MLSys 2021), the PTB task of its repository
       // (ahmedcs/SIDCo): models/lstm.py is Zaremba et al.'s large PTB LSTM, 2 layers x
       // 1500 with 1500-wide embeddings, untied, keep probability 0.35 (dropout 0.65),
@@ -62,7 +66,8 @@ std::vector<Preset> make_presets() {
         {"--wd", "0"},
         {"--clip", "0.25"},
         {"--schedule", "constant"},
-        {"--epochs", "30"}}},
+        {"--epochs", "30"}},
+       10000},  // Mikolov's PTB vocabulary
   };
 }
 
@@ -94,6 +99,29 @@ FlagGiven apply_preset(TrainConfig& c, const FlagGiven& given) {
     if (!given(row)) set_flag_text(c, row, value);
   }
   return [given, set](const FlagRow& row) { return given(row) || set->count(&row) > 0; };
+}
+
+int64_t preset_params(const std::string& name, int64_t vocab) {
+  ST_CHECK(vocab > 0, "preset_params(", name, "): vocab must be positive, got ", vocab);
+  TrainConfig c;
+  c.preset = name;
+  apply_lm_defaults(c, apply_preset(c, [](const FlagRow&) { return false; }));
+  Rng rng(0);  // the values do not matter, only how many there are
+  LstmLm model(lm_model_config(c.lm, vocab, 0), rng);
+  return count_params(model);
+}
+
+std::vector<ArchCount> preset_counts() {
+  std::vector<ArchCount> rows;
+  for (const Preset& p : presets()) {
+    ArchCount row;
+    row.info = {"lstm", p.description, 0};
+    row.preset = p.name;
+    row.vocab = p.paper_vocab;
+    row.params = preset_params(p.name, p.paper_vocab);
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 }  // namespace st

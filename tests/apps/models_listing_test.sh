@@ -18,6 +18,11 @@ for row in googlenet:6166250 senet18:11260354 se_resnet18:11263042; do
   grep -q "^{\"name\":\"${row%%:*}\",\"params\":${row#*:}," "$tmp/ten.jsonl" ||
     fail "no ${row%%:*} line with ${row#*:} params: $(cat "$tmp/ten.jsonl")"
 done
+# The language model once per preset, at the paper's vocabulary (its size follows it).
+grep -q '^{"name":"lstm","params":28949319,"image_size":0,"preset":"micro_wikitext2","vocab":28869,' \
+  "$tmp/ten.jsonl" || fail "no lstm micro_wikitext2 line with 28949319 params: $(cat "$tmp/ten.jsonl")"
+grep -q '^{"name":"lstm","params":66034000,"image_size":0,"preset":"sidco_ptb","vocab":10000,' \
+  "$tmp/ten.jsonl" || fail "no lstm sidco_ptb line with 66034000 params: $(cat "$tmp/ten.jsonl")"
 # One JSON object per line, every line a row.
 [[ $(grep -vc '^{"name":".*}$' "$tmp/ten.jsonl") -eq 0 ]] ||
   fail "a line that is not one JSON object: $(cat "$tmp/ten.jsonl")"
@@ -34,6 +39,8 @@ done
 "$bin" models >"$tmp/text.txt" 2>"$tmp/text.err" || fail "models: $(cat "$tmp/text.err")"
 grep -Eq '^resnet18_cifar +11,173,962 +32x32 ' "$tmp/text.txt" ||
   fail "text listing lacks 11,173,962 for resnet18_cifar: $(cat "$tmp/text.txt")"
+grep -Eq '^lstm --preset micro_wikitext2 +28,949,319 +28,869 words +MiCRO' "$tmp/text.txt" ||
+  fail "text listing lacks 28,949,319 for lstm --preset micro_wikitext2: $(cat "$tmp/text.txt")"
 
 "$bin" models --classes 0 >"$tmp/zero.out" 2>"$tmp/zero.err"
 rc=$?

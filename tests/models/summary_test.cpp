@@ -198,13 +198,14 @@ TEST(ModelSummary, ATableWithoutInputHasNoShapes) {
 }
 
 std::vector<ArchCount> two_rows() {
-  return {{{"resnet20", "CIFAR ResNet-20", 32}, 10, 3, 269722},
-          {{"resnet18_cifar", "CIFAR ResNet-18", 32}, 10, 3, 11173962}};
+  return {{{"resnet20", "CIFAR ResNet-20", 32}, 10, 3, 269722, "", 0},
+          {{"resnet18_cifar", "CIFAR ResNet-18", 32}, 10, 3, 11173962, "", 0}};
 }
 
 TEST(ModelSummary, ListingIsAligned) {
   EXPECT_EQ(models_listing(two_rows()),
-            "10 classes, 3 input channels, each architecture at its natural input size\n"
+            "10 classes, 3 input channels, each architecture at its natural input size "
+            "(language models at their paper's vocabulary)\n"
             "arch                params  input  description\n"
             "resnet20           269,722  32x32  CIFAR ResNet-20\n"
             "resnet18_cifar  11,173,962  32x32  CIFAR ResNet-18\n");

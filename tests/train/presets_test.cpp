@@ -4,10 +4,13 @@
 // count in kljp/micro's cnn-lstm/run.sh), SIDCo's PTB LSTM Zaremba et al.'s 66M.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "core/error.h"
 #include "models/lstm_lm.h"
 #include "tests/error_text.h"
 #include "train/flags.h"
+#include "train/lm_trainer.h"
 #include "train/presets.h"
 
 namespace st::test {
@@ -28,15 +31,8 @@ TrainConfig with_preset(const std::string& name, TrainConfig c = {},
 }
 
 int64_t lm_params(const TrainConfig& c, int64_t vocab) {
-  LstmLmConfig m;
-  m.vocab = vocab;
-  m.emsize = c.lm.emsize;
-  m.hidden = c.lm.hidden;
-  m.layers = c.lm.layers;
-  m.dropout = c.lm.dropout;
-  m.tied = c.lm.tied;
   Rng rng(0);
-  LstmLm model(m, rng);
+  LstmLm model(lm_model_config(c.lm, vocab, 0), rng);
   return count_params(model);
 }
 
@@ -62,6 +58,7 @@ TEST(Presets, MicroWikitext2IsMicrosModel) {
   // embedding (650 V) and the decoder's bias (V).
   EXPECT_EQ(lm_params(c, 28869), 28949319);
   EXPECT_EQ(lm_params(c, 28869), 10155600 + 651 * 28869);
+  EXPECT_EQ(preset_params("micro_wikitext2", 28869), 28949319);
 }
 
 TEST(Presets, SidcoPtbIsZarembasLargeLstm) {
@@ -78,6 +75,29 @@ TEST(Presets, SidcoPtbIsZarembasLargeLstm) {
   // Embedding and decoder 1500 x 10000 each, decoder bias 10000, two layers of
   // 4 x 1500 x 3000 weights and 2 x 4 x 1500 biases: Zaremba et al.'s 66M.
   EXPECT_EQ(lm_params(c, 10000), 66034000);
+  EXPECT_EQ(preset_params("sidco_ptb", 10000), 66034000);
+}
+
+// `sparsetrain models` lists each preset's model at the paper's vocabulary.
+TEST(Presets, ListedAtThePapersVocabulary) {
+  const std::vector<ArchCount> rows = preset_counts();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].info.name, "lstm");
+  EXPECT_EQ(rows[0].preset, "micro_wikitext2");
+  EXPECT_EQ(rows[0].vocab, 28869);
+  EXPECT_EQ(rows[0].params, 28949319);
+  EXPECT_EQ(rows[1].preset, "sidco_ptb");
+  EXPECT_EQ(rows[1].vocab, 10000);
+  EXPECT_EQ(rows[1].params, 66034000);
+  const std::string json = models_json(rows);
+  EXPECT_NE(json.find("{\"name\":\"lstm\",\"params\":28949319,\"image_size\":0,\"preset\":"
+                      "\"micro_wikitext2\",\"vocab\":28869,"),
+            std::string::npos)
+      << json;
+  EXPECT_TRUE(
+      std::regex_search(models_listing(rows),
+                        std::regex("\nlstm --preset sidco_ptb +66,034,000 +10,000 words +SIDCo")))
+      << models_listing(rows);
 }
 
 TEST(Presets, AFlagGivenBesideThePresetWins) {

@@ -81,6 +81,21 @@ TEST(Rng, UniformInRangeAndSeeded) {
   EXPECT_NE(Rng(5).uniform(), c.uniform());
 }
 
+// The host generator's draws are philox_uniform's, numbered by its counter, also across a
+// change of stream or state in the middle of a block (the generator keeps the last block).
+TEST(Rng, SequentialDrawsArePhiloxUniformByCounter) {
+  Rng r(7);
+  uint64_t counter = 0;
+  for (int i = 0; i < 6; ++i) ASSERT_EQ(r.uniform(), philox_uniform(7, 1ull << 63, counter++)) << i;
+  r.next_stream();  // stream 1 from the 7th number on, the block's index unchanged
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(r.uniform(), philox_uniform(7, 1 | (1ull << 63), counter++)) << i;
+  r.set_state(8, 1);  // another seed, same stream and counter
+  ASSERT_EQ(r.uniform(), philox_uniform(8, 1 | (1ull << 63), counter++));
+  r.set_state(7, 0);  // back to the first block's key
+  ASSERT_EQ(r.uniform(), philox_uniform(7, 1ull << 63, counter++));
+}
+
 }  // namespace
 }  // namespace st::test
 

@@ -53,4 +53,32 @@ Tensor Dropout::backward_cpu(const Tensor& dy) {
   return dx;
 }
 
+std::vector<uint64_t> dropout_calls(Layer& model) {
+  std::vector<uint64_t> calls;
+  model.visit_layers([&](Layer& l) {
+    if (auto* d = dynamic_cast<Dropout*>(&l)) calls.push_back(d->calls());
+  });
+  return calls;
+}
+
+void set_dropout_calls(Layer& model, const std::vector<uint64_t>& calls) {
+  const size_t layers = dropout_calls(model).size();
+  ST_CHECK(layers == calls.size(), "the model has ", layers, " Dropout layers but ", calls.size(),
+           " mask counts were given");
+  size_t i = 0;
+  model.visit_layers([&](Layer& l) {
+    if (auto* d = dynamic_cast<Dropout*>(&l)) d->set_calls(calls[i++]);
+  });
+}
+
+void seed_dropout_for_rank(Layer& model, int rank) {
+  // A Weyl step per rank by an odd constant other than the golden ratio's (which the
+  // models use to derive a Dropout's seed from the build seed), so rank r's seed is not
+  // the seed of another build.
+  model.visit_layers([&](Layer& l) {
+    if (auto* d = dynamic_cast<Dropout*>(&l))
+      d->set_seed(d->seed() + static_cast<uint64_t>(rank) * 0xD1B54A32D192ED03ull);
+  });
+}
+
 }  // namespace st

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <sstream>
 
 #include "comm/communicator.h"
 #include "core/parallel.h"
@@ -12,6 +13,7 @@
 #include "data/loader.h"
 #include "data/registry.h"
 #include "layers/batchnorm2d.h"
+#include "layers/dropout.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/registry.h"
 #include "optim/lr_schedule.h"
@@ -147,6 +149,9 @@ DataLoader make_loader(const std::shared_ptr<Dataset>& ds, const TrainConfig& c,
 // Image classification: batches from the sharded loader, softmax cross-entropy,
 // accuracy, the test split after every epoch, the --schedule LR policy. On a GPU each
 // batch's copy runs on a side stream during the step before it (DevicePrefetcher).
+// Checkpoint metadata: the masks drawn by each Dropout layer, comma-separated.
+constexpr const char* kDropoutCallsKey = "dropout_calls";
+
 class ImageTask : public TrainingTask {
  public:
   ImageTask(const TrainConfig& c, Communicator& comm)
@@ -161,6 +166,7 @@ class ImageTask : public TrainingTask {
         drop_single_(single_last_batch_breaks_bn(c, comm)) {
     ST_CHECK(steps_per_epoch() > 0, "the training split gives each rank one example, and ", c.arch,
              "'s BatchNorm needs more than one per batch in training (use more data)");
+    seed_dropout_for_rank(*s_.model, comm.rank());
   }
 
   Layer& model() override { return *s_.model; }
@@ -213,6 +219,37 @@ class ImageTask : public TrainingTask {
   }
   std::map<std::string, std::string> metadata() const override {
     return flag_metadata(c_, SavedBy::image);
+  }
+  // The masks the Dropout layers have drawn (Inception-v4's classifier), so that a resumed
+  // run goes on with the masks the uninterrupted run would draw. Every rank has drawn as
+  // many, so rank 0's counts are every rank's.
+  void checkpoint_state(std::vector<std::pair<std::string, Tensor>>&,
+                        std::map<std::string, std::string>& meta) override {
+    const std::vector<uint64_t> calls = dropout_calls(*s_.model);
+    if (calls.empty()) return;
+    std::string text;
+    for (uint64_t n : calls) {
+      if (!text.empty()) text += ',';
+      text += std::to_string(n);
+    }
+    meta[kDropoutCallsKey] = text;
+  }
+  void restore(const std::string& path, const std::map<std::string, std::string>& saved,
+               const TrainPosition&) override {
+    const auto it = saved.find(kDropoutCallsKey);
+    if (it == saved.end()) return;  // a model without Dropout
+    std::vector<uint64_t> calls;
+    std::istringstream list(it->second);
+    for (std::string n; std::getline(list, n, ',');) {
+      ST_CHECK(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos, path,
+               ": metadata '", kDropoutCallsKey, "' is not a list of counts: '", it->second, "'");
+      calls.push_back(std::stoull(n));
+    }
+    try {
+      set_dropout_calls(*s_.model, calls);
+    } catch (const Error& e) {
+      ST_THROW(path, ": metadata '", kDropoutCallsKey, "': ", e.what());
+    }
   }
 
   const EvalResult& last_eval() const { return last_eval_; }

@@ -12,7 +12,9 @@
 #include "layers/halves_product.h"
 #include "layers/pointwise.h"
 #include "layers/pooling.h"
+#include "layers/sequential.h"
 #include "layers/softmax_cross_entropy.h"
+#include "tests/error_text.h"
 
 namespace st::test {
 namespace {
@@ -135,6 +137,38 @@ TEST(KnownValues, DropoutMaskIsThePerElementRule) {
     EXPECT_EQ(wrong, 0) << "call " << call;
     EXPECT_NEAR(static_cast<double>(kept) / n, 1.0 - p, 0.01) << "call " << call;
   }
+}
+
+// A model's Dropout state: the masks drawn, per layer, round-trip (what a checkpoint keeps);
+// another layer count is refused; rank 0 keeps the built seeds, another rank draws other
+// masks.
+TEST(KnownValues, DropoutStateOfAModel) {
+  auto model = [] {
+    auto net = std::make_unique<Sequential>();
+    net->add("a", std::make_unique<Dropout>(0.5f, 11));
+    net->add("b", std::make_unique<Dropout>(0.5f, 12));
+    net->set_training(true);
+    return net;
+  };
+  auto first = model();
+  const Tensor x = Tensor::from_vector(std::vector<float>(64, 1.0f), {64});
+  first->forward(x);
+  first->forward(x);
+  EXPECT_EQ(dropout_calls(*first), (std::vector<uint64_t>{2, 2}));
+  auto second = model();
+  set_dropout_calls(*second, dropout_calls(*first));
+  EXPECT_EQ(second->forward(x).to_vector(), first->forward(x).to_vector());
+  EXPECT_NE(error_of([&] {
+              set_dropout_calls(*second, {1});
+            }).find("the model has 2 Dropout layers but 1 mask counts were given"),
+            std::string::npos);
+
+  auto rank0 = model(), rank1 = model();
+  seed_dropout_for_rank(*rank0, 0);
+  seed_dropout_for_rank(*rank1, 1);
+  const std::vector<float> y0 = rank0->forward(x).to_vector(), y1 = rank1->forward(x).to_vector();
+  EXPECT_EQ(y0, model()->forward(x).to_vector());
+  EXPECT_NE(y0, y1);
 }
 
 TEST(KnownValues, SoftmaxCrossEntropyStableForHugeLogits) {

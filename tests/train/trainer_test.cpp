@@ -12,7 +12,12 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/pointwise.h"
 #include "layers/sequential.h"
+#include "models/registry.h"
 #include "tests/train/run_files.h"
 #include "train/checkpoint.h"
 
@@ -42,6 +47,45 @@ TrainConfig tiny_config(const std::string& out) {
   c.quiet = true;
   c.eval_batches = 2;
   return c;
+}
+
+// A model with Dropout (as Inception-v4's classifier) resumes exactly: the checkpoint keeps
+// the masks drawn, so the resumed run draws the next ones instead of the first again.
+TEST(Trainer, ResumeContinuesTheDropoutMasks) {
+  static const bool registered = [] {
+    register_model({"trainer_test_dropout", "flatten, linear, dropout, linear (a test row)", 12},
+                   [](int64_t k, int64_t c, int64_t s, Rng& rng) -> LayerPtr {
+                     auto net = std::make_unique<Sequential>();
+                     net->add("flatten", std::make_unique<Flatten>());
+                     net->add("fc1", std::make_unique<Linear>(c * s * s, 32, true, rng));
+                     net->add("relu", std::make_unique<ReLU>());
+                     net->add("dropout", std::make_unique<Dropout>(0.5f, 77));
+                     net->add("fc2", std::make_unique<Linear>(32, k, true, rng));
+                     return net;
+                   });
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  auto config = [](const std::string& out) {
+    TrainConfig c = tiny_config(out);
+    c.arch = "trainer_test_dropout";
+    return c;
+  };
+  const std::string a = fresh_dir("drop_full"), b = fresh_dir("drop_split");
+  train(config(a));
+  TrainConfig first = config(b);
+  first.max_iters = 17;
+  train(first);
+  EXPECT_EQ(load_safetensors_metadata(b + "/checkpoint.safetensors").at("dropout_calls"), "17");
+  TrainConfig second = config(b);
+  second.resume = b + "/checkpoint.safetensors";
+  train(second);
+  const auto full = logged_losses(a), split = logged_losses(b);
+  ASSERT_EQ(full.size(), 24u);
+  ASSERT_EQ(split.size(), 24u);
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(full[i], split[i]) << "iteration " << i;
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
 }
 
 TEST(Trainer, ResumeReproducesTheUninterruptedRunBitForBit) {

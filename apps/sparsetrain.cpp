@@ -156,8 +156,8 @@ void print_result(const st::NcfResult& r, const st::Communicator& comm) {
   if (comm.rank() != 0) return;
   std::printf("{");
   if (r.steps > 0)  // else the evaluation of a checkpoint
-    std::printf("\"steps\":%ld,\"seconds\":%.1f%s", static_cast<long>(r.steps), r.seconds,
-                r.evaluated ? "," : "");
+    std::printf("\"steps\":%ld,\"seconds\":%.1f,\"step_ms\":%.2f%s", static_cast<long>(r.steps),
+                r.seconds, r.mean_step_ms, r.evaluated ? "," : "");
   if (r.evaluated)
     std::printf("\"test_loss\":%.4f,\"hr10\":%.4f,\"ndcg10\":%.4f", r.test_loss, r.hr10, r.ndcg10);
   std::printf("}\n");
@@ -165,11 +165,11 @@ void print_result(const st::NcfResult& r, const st::Communicator& comm) {
 
 void print_result(const st::TrainResult& r, const st::Communicator& comm) {
   if (comm.rank() != 0) return;
+  std::printf("{\"steps\":%ld,\"seconds\":%.1f,\"step_ms\":%.2f", static_cast<long>(r.steps),
+              r.seconds, r.mean_step_ms);
   if (r.last_eval.examples > 0)
-    std::printf("{\"steps\":%ld,\"seconds\":%.1f,\"test_loss\":%.4f,\"test_acc\":%.2f}\n",
-                static_cast<long>(r.steps), r.seconds, r.last_eval.loss, r.last_eval.accuracy);
-  else
-    std::printf("{\"steps\":%ld,\"seconds\":%.1f}\n", static_cast<long>(r.steps), r.seconds);
+    std::printf(",\"test_loss\":%.4f,\"test_acc\":%.2f", r.last_eval.loss, r.last_eval.accuracy);
+  std::printf("}\n");
 }
 
 void print_result(const st::EvalResult& r, const st::Communicator& comm) {

@@ -109,7 +109,12 @@ def train(rank, world, a):
     xtr, ytr = load(a.data, "train", a.train_subset)
     xte, yte = load(a.data, "test", a.test_subset)
     model = build_model(a.arch)
-    bucket_mb = 4096 if a.hook.startswith("powersgd") else a.bucket_cap_mb
+    bucket_mb = a.bucket_cap_mb
+    if a.hook.startswith("powersgd"):
+        # One bucket: DDP also makes a first bucket of its own size (1 MB by default; the
+        # setting its source names for tuning it), so both limits go up.
+        bucket_mb = 4096
+        dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_mb * 1024 * 1024
     ddp = DDP(model, bucket_cap_mb=bucket_mb)
     register_hook(ddp, a)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=a.wd)

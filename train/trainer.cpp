@@ -291,6 +291,7 @@ TrainResult train(const TrainConfig& c, Communicator& comm) {
   if (r.evaluated) result.last_eval = task.last_eval();
   result.steps = r.steps;
   result.seconds = r.seconds;
+  result.mean_step_ms = r.mean_step_ms;
   result.interrupted_by = r.interrupted_by;
   return result;
 }

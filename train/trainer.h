@@ -21,7 +21,8 @@ struct TrainResult {
   EvalResult last_eval;
   int64_t steps = 0;
   double seconds = 0;
-  int interrupted_by = 0;  // the stop signal (SIGINT, SIGTERM, SIGUSR1, SIGHUP), 0 = none
+  double mean_step_ms = 0;  // forward + backward + exchange + update, without the first 5
+  int interrupted_by = 0;   // the stop signal (SIGINT, SIGTERM, SIGUSR1, SIGHUP), 0 = none
 };
 
 class Communicator;

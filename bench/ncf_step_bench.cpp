@@ -6,26 +6,16 @@
 //   ncf_step_bench [--batch 256] [--reps 20] [--threads 2]
 #include <sys/resource.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "bench/phase_timing.h"
 #include "core/parallel.h"
-#include "core/timer.h"
 #include "layers/bce_with_logits.h"
 #include "layers/flat_params.h"
 #include "models/ncf.h"
 #include "optim/adam.h"
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   st::set_openmp_env_defaults(argv);  // the CLI's OpenMP wait policy, so steps time alike
@@ -63,31 +53,19 @@ int main(int argc, char** argv) {
     const st::Tensor x = st::Tensor::from_vector_i32(ids, {2, batch});
     const st::Tensor y = st::Tensor::from_vector(labels, {batch});
     st::BceWithLogits bce;
-    std::vector<double> fwd, bwd, opt, total;
-    for (int r = 0; r < warmup + reps; ++r) {
-      st::Timer t;
-      bce.forward(model->forward(x), y);
-      const double f = t.ms();
-      t.reset();
-      flat.zero_grads();
-      model->backward(bce.backward());
-      const double b = t.ms();
-      t.reset();
-      adam.step();
-      const double o = t.ms();
-      if (r >= warmup) {
-        fwd.push_back(f);
-        bwd.push_back(b);
-        opt.push_back(o);
-        total.push_back(f + b + o);
-      }
-    }
+    const st::bench::PhaseMedians m = st::bench::time_phases(
+        warmup, reps, [&] { bce.forward(model->forward(x), y); },
+        [&] {
+          flat.zero_grads();
+          model->backward(bce.backward());
+        },
+        [&] { adam.step(); });
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
     std::printf(
         "{\"bench\":\"ncf_step\",\"impl\":\"sparsetrain\",\"batch\":%d,\"threads\":%d,"
         "\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"opt_ms\":%.2f,\"step_ms\":%.2f,\"peak_rss_mb\":%.1f}\n",
-        batch, threads, median(fwd), median(bwd), median(opt), median(total), u.ru_maxrss / 1024.0);
+        batch, threads, m.fwd, m.bwd, m.opt, m.step, u.ru_maxrss / 1024.0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ncf_step_bench: %s\n", e.what());
     return 1;

@@ -6,14 +6,13 @@
 //                    [--precision fp32|bf16|fp16]
 #include <sys/resource.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/phase_timing.h"
 #include "core/parallel.h"
-#include "core/timer.h"
 #include "layers/flat_params.h"
 #include "layers/precision.h"
 #include "layers/softmax_cross_entropy.h"
@@ -64,29 +63,13 @@ int main(int argc, char** argv) {
     for (int i = 0; i < batch; ++i) labels[i] = i % 10;
     st::Tensor y = st::Tensor::from_vector_i32(labels, {batch});
     st::SoftmaxCrossEntropy ce;
-    std::vector<double> fwd, bwd, opt, total;
-    for (int r = 0; r < warmup + reps; ++r) {
-      st::Timer t;
-      ce.forward(model->forward(x), y);
-      const double f = t.ms();
-      t.reset();
-      flat.zero_grads();
-      model->backward(ce.backward());
-      const double b = t.ms();
-      t.reset();
-      sgd.step();
-      const double o = t.ms();
-      if (r >= warmup) {
-        fwd.push_back(f);
-        bwd.push_back(b);
-        opt.push_back(o);
-        total.push_back(f + b + o);
-      }
-    }
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
+    const st::bench::PhaseMedians m = st::bench::time_phases(
+        warmup, reps, [&] { ce.forward(model->forward(x), y); },
+        [&] {
+          flat.zero_grads();
+          model->backward(ce.backward());
+        },
+        [&] { sgd.step(); });
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
     std::printf(
@@ -94,8 +77,8 @@ int main(int argc, char** argv) {
         "\"batch\":%d,\"size\":%d,"
         "\"threads\":%d,\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"opt_ms\":%.2f,\"step_ms\":%.2f,"
         "\"peak_rss_mb\":%.1f}\n",
-        precision.c_str(), arch.c_str(), batch, size, threads, median(fwd), median(bwd),
-        median(opt), median(total), u.ru_maxrss / 1024.0);
+        precision.c_str(), arch.c_str(), batch, size, threads, m.fwd, m.bwd, m.opt, m.step,
+        u.ru_maxrss / 1024.0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_step_bench: %s\n", e.what());
     return 1;

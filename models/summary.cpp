@@ -31,9 +31,9 @@ std::string input_text(const ArchCount& r) {
   return r.preset.empty() ? image_text(r.info.image_size) : with_thousands(r.vocab) + " words";
 }
 
-// The name column: the --arch value, and the --preset of a language model's row.
-std::string name_text(const ArchCount& r) {
-  return r.preset.empty() ? r.info.name : r.info.name + " --preset " + r.preset;
+// The description column: a language model's row starts with the --preset that builds it.
+std::string description_text(const ArchCount& r) {
+  return r.preset.empty() ? r.info.description : "--preset " + r.preset + ": " + r.info.description;
 }
 
 // "MaxPool2d(k2, s2)" -> "MaxPool2d": the kind of a layer, for the note on those left out.
@@ -80,7 +80,7 @@ std::string models_listing(const std::vector<ArchCount>& rows) {
   const std::string head_name = "arch", head_params = "params", head_input = "input";
   size_t name_w = head_name.size(), params_w = head_params.size(), input_w = head_input.size();
   for (const ArchCount& r : rows) {
-    name_w = std::max(name_w, name_text(r).size());
+    name_w = std::max(name_w, r.info.name.size());
     params_w = std::max(params_w, with_thousands(r.params).size());
     input_w = std::max(input_w, input_text(r).size());
   }
@@ -97,7 +97,7 @@ std::string models_listing(const std::vector<ArchCount>& rows) {
            "at their paper's vocabulary)\n";
   out += line(head_name, head_params, head_input, "description");
   for (const ArchCount& r : rows)
-    out += line(name_text(r), with_thousands(r.params), input_text(r), r.info.description);
+    out += line(r.info.name, with_thousands(r.params), input_text(r), description_text(r));
   return out;
 }
 

@@ -36,7 +36,8 @@ ArchCount count_arch(const std::string& arch, int64_t classes, int64_t channels)
 std::vector<ArchCount> count_archs(int64_t classes, int64_t channels);
 
 // `sparsetrain models`: an aligned table (counts with thousands separators). A language
-// model's row shows its --preset and vocabulary in place of an input size.
+// model's row shows its vocabulary in place of an input size and starts its description
+// with its --preset.
 std::string models_listing(const std::vector<ArchCount>& rows);
 // `sparsetrain models --json`: one JSON object per row and line (name, params,
 // image_size, classes, channels, description; a language model's row has preset and

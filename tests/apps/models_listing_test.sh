@@ -39,7 +39,7 @@ done
 "$bin" models >"$tmp/text.txt" 2>"$tmp/text.err" || fail "models: $(cat "$tmp/text.err")"
 grep -Eq '^resnet18_cifar +11,173,962 +32x32 ' "$tmp/text.txt" ||
   fail "text listing lacks 11,173,962 for resnet18_cifar: $(cat "$tmp/text.txt")"
-grep -Eq '^lstm --preset micro_wikitext2 +28,949,319 +28,869 words +MiCRO' "$tmp/text.txt" ||
+grep -Eq '^lstm +28,949,319 +28,869 words +--preset micro_wikitext2: MiCRO' "$tmp/text.txt" ||
   fail "text listing lacks 28,949,319 for lstm --preset micro_wikitext2: $(cat "$tmp/text.txt")"
 
 "$bin" models --classes 0 >"$tmp/zero.out" 2>"$tmp/zero.err"

@@ -96,7 +96,7 @@ TEST(Presets, ListedAtThePapersVocabulary) {
       << json;
   EXPECT_TRUE(
       std::regex_search(models_listing(rows),
-                        std::regex("\nlstm --preset sidco_ptb +66,034,000 +10,000 words +SIDCo")))
+                        std::regex("\nlstm +66,034,000 +10,000 words +--preset sidco_ptb: SIDCo")))
       << models_listing(rows);
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "comm/communicator.h"
@@ -49,6 +50,29 @@ TrainConfig tiny_config(const std::string& out) {
   return c;
 }
 
+// Trains config(dir) (2 epochs of 12 steps) in one go, and again stopped at step 17 (mid-
+// epoch 2) and resumed; every step's logged loss must be the same bit for bit. `stopped`
+// sees the stopped run's checkpoint.
+void expect_exact_resume(const std::string& name,
+                         const std::function<TrainConfig(const std::string&)>& config,
+                         const std::function<void(const std::string&)>& stopped = {}) {
+  const std::string a = fresh_dir(name + "_full"), b = fresh_dir(name + "_split");
+  train(config(a));
+  TrainConfig first = config(b);
+  first.max_iters = 17;
+  train(first);
+  if (stopped) stopped(b + "/checkpoint.safetensors");
+  TrainConfig second = config(b);
+  second.resume = b + "/checkpoint.safetensors";
+  train(second);
+  const auto full = logged_losses(a), split = logged_losses(b);
+  ASSERT_EQ(full.size(), 24u);
+  ASSERT_EQ(split.size(), 24u);
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(full[i], split[i]) << name << " step " << i;
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+}
+
 // A model with Dropout (as Inception-v4's classifier) resumes exactly: the checkpoint keeps
 // the masks drawn, so the resumed run draws the next ones instead of the first again.
 TEST(Trainer, ResumeContinuesTheDropoutMasks) {
@@ -66,43 +90,20 @@ TEST(Trainer, ResumeContinuesTheDropoutMasks) {
     return true;
   }();
   ASSERT_TRUE(registered);
-  auto config = [](const std::string& out) {
-    TrainConfig c = tiny_config(out);
-    c.arch = "trainer_test_dropout";
-    return c;
-  };
-  const std::string a = fresh_dir("drop_full"), b = fresh_dir("drop_split");
-  train(config(a));
-  TrainConfig first = config(b);
-  first.max_iters = 17;
-  train(first);
-  EXPECT_EQ(load_safetensors_metadata(b + "/checkpoint.safetensors").at("dropout_calls"), "17");
-  TrainConfig second = config(b);
-  second.resume = b + "/checkpoint.safetensors";
-  train(second);
-  const auto full = logged_losses(a), split = logged_losses(b);
-  ASSERT_EQ(full.size(), 24u);
-  ASSERT_EQ(split.size(), 24u);
-  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(full[i], split[i]) << "iteration " << i;
-  std::filesystem::remove_all(a);
-  std::filesystem::remove_all(b);
+  expect_exact_resume(
+      "drop",
+      [](const std::string& out) {
+        TrainConfig c = tiny_config(out);
+        c.arch = "trainer_test_dropout";
+        return c;
+      },
+      [](const std::string& checkpoint) {
+        EXPECT_EQ(load_safetensors_metadata(checkpoint).at("dropout_calls"), "17");
+      });
 }
 
 TEST(Trainer, ResumeReproducesTheUninterruptedRunBitForBit) {
-  const std::string a = fresh_dir("full"), b = fresh_dir("split");
-  train(tiny_config(a));  // 2 epochs x 12 batches
-  TrainConfig first = tiny_config(b);
-  first.max_iters = 17;  // stop mid-epoch 2
-  train(first);
-  TrainConfig second = tiny_config(b);
-  second.resume = b + "/checkpoint.safetensors";
-  train(second);
-  const auto full = logged_losses(a), split = logged_losses(b);
-  ASSERT_EQ(full.size(), 24u);
-  ASSERT_EQ(split.size(), 24u);
-  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(full[i], split[i]) << "iteration " << i;
-  std::filesystem::remove_all(a);
-  std::filesystem::remove_all(b);
+  expect_exact_resume("plain", tiny_config);
 }
 
 // A sparsified run resumes exactly too: the checkpoint carries every rank's error-feedback

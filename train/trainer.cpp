@@ -146,12 +146,12 @@ DataLoader make_loader(const std::shared_ptr<Dataset>& ds, const TrainConfig& c,
   return DataLoader(ds, DistributedSampler(ds->size(), so), lo);
 }
 
-// Image classification: batches from the sharded loader, softmax cross-entropy,
-// accuracy, the test split after every epoch, the --schedule LR policy. On a GPU each
-// batch's copy runs on a side stream during the step before it (DevicePrefetcher).
 // Checkpoint metadata: the masks drawn by each Dropout layer, comma-separated.
 constexpr const char* kDropoutCallsKey = "dropout_calls";
 
+// Image classification: batches from the sharded loader, softmax cross-entropy,
+// accuracy, the test split after every epoch, the --schedule LR policy. On a GPU each
+// batch's copy runs on a side stream during the step before it (DevicePrefetcher).
 class ImageTask : public TrainingTask {
  public:
   ImageTask(const TrainConfig& c, Communicator& comm)
@@ -241,8 +241,10 @@ class ImageTask : public TrainingTask {
     std::vector<uint64_t> calls;
     std::istringstream list(it->second);
     for (std::string n; std::getline(list, n, ',');) {
-      ST_CHECK(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos, path,
-               ": metadata '", kDropoutCallsKey, "' is not a list of counts: '", it->second, "'");
+      // At most 19 digits: every such count fits in 64 bits, so stoull cannot throw.
+      ST_CHECK(
+          !n.empty() && n.size() <= 19 && n.find_first_not_of("0123456789") == std::string::npos,
+          path, ": metadata '", kDropoutCallsKey, "' is not a list of counts: '", it->second, "'");
       calls.push_back(std::stoull(n));
     }
     try {

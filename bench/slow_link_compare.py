@@ -1,12 +1,15 @@
 """sparsetrain's methods against PyTorch's own compression on a slow link: 4 ranks on
 Fashion-MNIST behind a rate-limited loopback (scripts/netns_run.sh), each run one row of
-a table with its wall time, mean step time and test accuracy.
+a table with its wall time, mean step time (and that of its last 10 steps, with the density
+of its last step, where an adaptive threshold is still settling) and test accuracy.
 
 Runs (--runs, comma-separated; all by default):
   torch:dense  torch:fp16  torch:powersgd1  torch:powersgd2       PyTorch DDP on gloo
   torch:topk  torch:micro  torch:exdyna  torch:sidco-e            DDP + sparsetrain_torch.hook
   cli:none  cli:topk  cli:micro  cli:exdyna  cli:sidco-e          the sparsetrain CLI (Open MPI
                                                                   over TCP on the same link)
+A sparsifier's run may carry --sp settings after a '+': torch:micro+up=1.1 (MiCRO whose
+threshold climbs 10% a step above the density band instead of the paper's 0.5%).
 Both sides train the same network (torch: bench/torch_train_step.py's CIFAR ResNets and
 twins) with SGD momentum 0.9, weight decay 5e-4, --lr for the global batch after a linear
 warm-up of 100 steps, --batch images per rank, d = --density for the sparsifiers. The
@@ -43,8 +46,18 @@ def link_prefix(rate):
     return [os.path.join(ROOT, "scripts", "netns_run.sh"), rate, "--"]
 
 
-def torch_command(a, method):
-    hook = method if method in ("dense", "fp16", "powersgd1", "powersgd2") else "stt"
+DENSE_RUNS = ["dense", "fp16", "powersgd1", "powersgd2", "none"]
+
+
+def split_run(run):
+    """'torch:micro+up=1.1' -> ('torch', 'micro', ['up=1.1'])."""
+    side_method, *sp = run.split("+")
+    side, method = side_method.split(":")
+    return side, method, sp
+
+
+def torch_command(a, method, sp):
+    hook = method if method in DENSE_RUNS else "stt"
     cmd = ["env", "GLOO_SOCKET_IFNAME=lo",
            f"PYTHONPATH={os.path.join(os.path.abspath(a.build), 'pytorch', 'python')}",
            sys.executable, os.path.join(HERE, "torch_ddp_fmnist.py"), "--world", str(a.world),
@@ -52,6 +65,8 @@ def torch_command(a, method):
            "--warmup-steps", str(WARMUP_STEPS), "--seed", str(a.seed), "--threads", "1"]
     if hook == "stt":
         cmd += ["--method", method, "--density", str(a.density)]
+        if sp:
+            cmd += ["--sp", *sp]
     if a.steps:
         cmd += ["--epochs", "1", "--max-steps", str(a.steps), "--test-subset", "500"]
     else:
@@ -59,7 +74,7 @@ def torch_command(a, method):
     return cmd
 
 
-def cli_command(a, method, out):
+def cli_command(a, method, sp, out):
     steps_per_epoch = TRAIN_IMAGES // (a.batch * a.world)
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(a.world),
            "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
@@ -70,6 +85,8 @@ def cli_command(a, method, out):
            "--warmup-epochs", f"{WARMUP_STEPS / steps_per_epoch:.6f}", "--seed", str(a.seed),
            "--sparsifier", method, "--density", str(a.density), "--threads", "1",
            "--out", out, "--overwrite", "-q"]
+    if sp:
+        cmd += ["--sp", *sp]
     if a.steps:
         cmd += ["--epochs", "1", "--max-iters", str(a.steps), "--test-subset", "500"]
     else:
@@ -89,7 +106,9 @@ def torch_result(log):
                 epochs.append(d["test_acc"])
     if summary is None:
         return None
-    return {"wall_s": summary["wall_s"], "step_ms": summary["step_ms"], "epoch_acc": epochs}
+    return {"wall_s": summary["wall_s"], "step_ms": summary["step_ms"],
+            "step_ms_last10": summary.get("step_ms_last10"),
+            "sp_density": summary.get("sp_density"), "epoch_acc": epochs}
 
 
 def cli_result(log, out):
@@ -102,19 +121,26 @@ def cli_result(log, out):
         return None
     with open(os.path.join(out, "epochs.csv")) as f:
         accs = [float(r["test_acc"]) for r in csv.DictReader(f)]
-    return {"wall_s": last["seconds"], "step_ms": last["step_ms"], "epoch_acc": accs}
+    with open(os.path.join(out, "iterations.csv")) as f:
+        its = list(csv.DictReader(f))
+    tail = its[-11:]
+    last10 = (round(1e3 * (float(tail[-1]["wall_s"]) - float(tail[0]["wall_s"])) / (len(tail) - 1), 2)
+              if len(tail) > 1 else None)
+    density = float(its[-1]["sp_density"]) if its and its[-1].get("sp_density") else None
+    return {"wall_s": last["seconds"], "step_ms": last["step_ms"], "step_ms_last10": last10,
+            "sp_density": density, "epoch_acc": accs}
 
 
 def run_one(a, run, stem):
-    side, method = run.split(":")
+    side, method, sp = split_run(run)
     log = stem + ".log"
     out = stem + "_run"
     if os.path.exists(log):  # finished before: read it again
         r = torch_result(log) if side == "torch" else cli_result(log, out)
         if r is not None:
             return r
-    cmd = link_prefix(a.rate) + (torch_command(a, method) if side == "torch"
-                                 else cli_command(a, method, out))
+    cmd = link_prefix(a.rate) + (torch_command(a, method, sp) if side == "torch"
+                                 else cli_command(a, method, sp, out))
     print(f"slow_link_compare: {run}: {' '.join(cmd)}", file=sys.stderr, flush=True)
     with open(log + ".part", "w") as f:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
@@ -126,13 +152,16 @@ def run_one(a, run, stem):
 
 def table(rows, a):
     base = next((r["step_ms"] for r in rows if r["run"] == "torch:powersgd2"), None)
-    head = "| run | wall time (s) | mean step (ms) | step / PowerSGD r2 |"
+    head = ("| run | wall time (s) | mean step (ms) | step / PowerSGD r2 | last 10 steps (ms) |"
+            " density, last step |")
     accs = max(len(r["epoch_acc"]) for r in rows) if not a.steps else 0
     head += "".join(f" test acc. epoch {i + 1} (%) |" for i in range(accs))
-    lines = [head, "|" + "---|" * (4 + accs)]
+    lines = [head, "|" + "---|" * (6 + accs)]
     for r in rows:
         ratio = f"{r['step_ms'] / base:.2f}" if base else "-"
-        cells = [r["run"], f"{r['wall_s']:.0f}", f"{r['step_ms']:.0f}", ratio]
+        last10, density = r.get("step_ms_last10"), r.get("sp_density")
+        cells = [r["run"], f"{r['wall_s']:.0f}", f"{r['step_ms']:.0f}", ratio,
+                 f"{last10:.0f}" if last10 else "-", f"{density:.4f}" if density else "-"]
         cells += [f"{v:.2f}" for v in r["epoch_acc"][:accs]]
         cells += ["-"] * (accs - len(r["epoch_acc"][:accs]))
         lines.append("| " + " | ".join(cells) + " |")
@@ -157,8 +186,12 @@ def main():
     a = p.parse_args()
     runs = [r for r in a.runs.split(",") if r]
     for r in runs:
-        if r not in ALL_RUNS:
-            sys.exit(f"slow_link_compare: unknown run '{r}' in --runs; valid: {', '.join(ALL_RUNS)}")
+        side, method, sp = split_run(r) if r.count(":") == 1 else ("", "", [])
+        if f"{side}:{method}" not in ALL_RUNS:
+            sys.exit(f"slow_link_compare: unknown run '{r}' in --runs; valid: {', '.join(ALL_RUNS)}"
+                     " (a sparsifier's run may end in +KEY=VALUE)")
+        if sp and (method in DENSE_RUNS or not all("=" in kv for kv in sp)):
+            sys.exit(f"slow_link_compare: run '{r}': only a sparsifier's run takes +KEY=VALUE")
     if a.rate != "none" and os.geteuid() != 0:
         sys.exit("slow_link_compare: --rate needs root (ip netns, tc); use --rate none without")
     os.makedirs(a.out, exist_ok=True)

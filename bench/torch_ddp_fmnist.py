@@ -79,6 +79,8 @@ def register_hook(ddp, a):
         sp = dict(kv.split("=", 1) for kv in a.sp)
         state = stt.HookState(a.method, density=a.density, sp={k: float(v) for k, v in sp.items()})
         ddp.register_comm_hook(state, stt.hook)
+        return state
+    return None
 
 
 def learning_rate(a, step, total_steps):
@@ -116,7 +118,7 @@ def train(rank, world, a):
         bucket_mb = 4096
         dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_mb * 1024 * 1024
     ddp = DDP(model, bucket_cap_mb=bucket_mb)
-    register_hook(ddp, a)
+    hook_state = register_hook(ddp, a)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=a.wd)
     steps_per_epoch = len(xtr) // (a.batch * world)
     start, step, times = time.perf_counter(), 0, []
@@ -150,12 +152,17 @@ def train(rank, world, a):
             break
     if rank == 0:
         steady = times[5:] or times
+        # An adaptive threshold (MiCRO, ExDyna) settles over the run: the last steps show
+        # where it went, with the density of the last step.
+        tail = {"step_ms_last10": round(1e3 * float(np.mean(times[-10:])), 2)}
+        if hook_state is not None:
+            tail["sp_density"] = round(float(hook_state.stats().get("sp_density", 0.0)), 5)
         print(json.dumps({"summary": True, "arch": a.arch, "hook": a.hook,
                           "method": a.method if a.hook == "stt" else None,
                           "density": a.density if a.hook == "stt" else None, "world": world,
                           "seed": a.seed, "epochs": a.epochs, "schedule": a.schedule, "steps": step,
                           "wall_s": round(time.perf_counter() - start, 2),
-                          "step_ms": round(1e3 * float(np.mean(steady)), 2),
+                          "step_ms": round(1e3 * float(np.mean(steady)), 2), **tail,
                           "test_loss": round(test_loss, 5), "test_acc": round(test_acc, 2)}),
               flush=True)
 

@@ -7,6 +7,8 @@
 The selection, error feedback and exchange of every bucket run in the same C++ code as
 the sparsetrain CLI (docs/PYTORCH.md), over DDP's own process group.
 """
+import concurrent.futures
+
 import torch
 import torch.distributed as dist
 
@@ -46,6 +48,7 @@ class HookState:
         self.step = 0          # DDP iterations finished (is_last buckets seen)
         self._fresh = True     # this DDP instance has not finished an iteration yet
         self._layout = {}      # bucket index -> its tensors' shapes (DDP's final layout)
+        self._worker = None    # the thread that exchanges buckets off the backward pass
 
     def _group(self):
         if self.process_group is not None:
@@ -61,6 +64,30 @@ class HookState:
 
     def finish_step(self):
         self._core.finish_step()
+
+    def _exchange_later(self, index, buffer, gradients, last):
+        """Exchanges the bucket on the state's worker thread and returns DDP's future at once,
+        so the backward pass goes on computing the next buckets while this one is selected and
+        sent, as DDP's own allreduce overlaps it. DDP waits on every future before backward()
+        returns. One worker issues every rank's collectives in DDP's bucket order, which is the
+        same on every rank."""
+        if self._worker is None:
+            self._worker = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="sparsetrain_torch")
+        fut = torch.futures.Future()
+        step = self.step
+
+        def run():
+            try:
+                self.exchange(index, buffer, gradients, step)
+                if last:
+                    self.finish_step()
+                fut.set_result(buffer)
+            except BaseException as e:  # DDP's wait raises it in backward()
+                fut.set_exception(e)
+
+        self._worker.submit(run)
+        return fut
 
     def stats(self):
         """The sp_* figures of the last sparsified iteration, named as the CLI's metrics."""
@@ -147,12 +174,13 @@ def hook(state, bucket):
         state.exchange(index, buffer, grads, state.step)  # refuses in one line
     if not state._fresh:
         state._layout[index] = [tuple(g.shape) for g in grads]
-        state.exchange(index, buffer, grads, state.step)
-        parts = []
-    else:
-        parts = _final_parts(state._layout, grads)
-        for b, tensors in parts or []:
-            _exchange_as(state, b, tensors)
+        fut = state._exchange_later(index, buffer, grads, bucket.is_last())
+        if bucket.is_last():
+            state.step += 1
+        return fut
+    parts = _final_parts(state._layout, grads)
+    for b, tensors in parts or []:
+        _exchange_as(state, b, tensors)
     if parts is None:
         fut = _allreduce_average(state, bucket)
     else:

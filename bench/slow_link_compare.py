@@ -123,9 +123,8 @@ def cli_result(log, out):
         accs = [float(r["test_acc"]) for r in csv.DictReader(f)]
     with open(os.path.join(out, "iterations.csv")) as f:
         its = list(csv.DictReader(f))
-    tail = its[-11:]
-    last10 = (round(1e3 * (float(tail[-1]["wall_s"]) - float(tail[0]["wall_s"])) / (len(tail) - 1), 2)
-              if len(tail) > 1 else None)
+    tail = [float(r["wall_s"]) for r in its[-11:]]
+    last10 = round(1e3 * (tail[-1] - tail[0]) / (len(tail) - 1), 2) if len(tail) > 1 else None
     density = float(its[-1]["sp_density"]) if its and its[-1].get("sp_density") else None
     return {"wall_s": last["seconds"], "step_ms": last["step_ms"], "step_ms_last10": last10,
             "sp_density": density, "epoch_acc": accs}

@@ -171,6 +171,8 @@ def hook(state, bucket):
     iteration is averaged densely, as PyTorch's PowerSGD hook does, unless the state knows
     the final layout (it was loaded with load_state_dict): a first bucket made of final
     buckets is then exchanged as those buckets, so a resume continues bit for bit.
+    After that, each bucket is exchanged on the state's worker thread while backward goes
+    on, and the returned future completes when it is done.
     """
     index = bucket.index()
     buffer = bucket.buffer()

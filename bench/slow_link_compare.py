@@ -19,8 +19,9 @@ them as its fashion-mnist loader does (random crop with padding 2 and flips, 1 c
   /usr/bin/python3 bench/slow_link_compare.py --build build --model resnet20 --epochs 3
   /usr/bin/python3 bench/slow_link_compare.py --build build --model resnet18_cifar --steps 50
   ... --rate none            (no namespace: the hook's own overhead against dense DDP)
+  ... --bucket-cap-mb 5      (DDP's buckets for the torch runs; PowerSGD keeps one bucket)
 
-Each run's log goes to --out/<model>_<rate>_<run>.log, and a finished run is not run again
+Each run's log goes to --out/<model>_<rate>_<run>[_bucket<MB>mb].log, and a finished run is not run again
 (delete its log to redo it). Prints one JSON line per run, then a Markdown table with
 each step time against DDP + PowerSGD rank 2's. Needs root (ip netns, tc) for a rate.
 """
@@ -62,7 +63,8 @@ def torch_command(a, method, sp):
            f"PYTHONPATH={os.path.join(os.path.abspath(a.build), 'pytorch', 'python')}",
            sys.executable, os.path.join(HERE, "torch_ddp_fmnist.py"), "--world", str(a.world),
            "--arch", a.model, "--hook", hook, "--batch", str(a.batch), "--lr", str(a.lr),
-           "--warmup-steps", str(WARMUP_STEPS), "--seed", str(a.seed), "--threads", "1"]
+           "--warmup-steps", str(WARMUP_STEPS), "--seed", str(a.seed), "--threads", "1",
+           "--bucket-cap-mb", str(a.bucket_cap_mb)]
     if hook == "stt":
         cmd += ["--method", method, "--density", str(a.density)]
         if sp:
@@ -180,9 +182,13 @@ def main():
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--density", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bucket-cap-mb", type=float, default=25,
+                   help="DDP's bucket size for the torch runs (PowerSGD keeps one bucket)")
     p.add_argument("--runs", default=",".join(ALL_RUNS))
     p.add_argument("--out", default="runs/slow_link")
     a = p.parse_args()
+    if a.bucket_cap_mb <= 0:
+        sys.exit(f"slow_link_compare: --bucket-cap-mb {a.bucket_cap_mb} must be positive")
     runs = [r for r in a.runs.split(",") if r]
     for r in runs:
         side, method, sp = split_run(r) if r.count(":") == 1 else ("", "", [])
@@ -197,11 +203,13 @@ def main():
     rows = []
     for run in runs:
         stem = os.path.join(a.out, f"{a.model}_{a.rate}_{run.replace(':', '_')}")
+        if run.startswith("torch:") and "powersgd" not in run and a.bucket_cap_mb != 25:
+            stem += f"_bucket{a.bucket_cap_mb:g}mb"
         r = run_one(a, run, stem)
         if r is None:
             sys.exit(f"slow_link_compare: {run} printed no result; see {stem}.log")
         row = {"run": run, "model": a.model, "rate": a.rate, "world": a.world, "batch": a.batch,
-               "density": a.density, "seed": a.seed, **r}
+               "density": a.density, "seed": a.seed, "bucket_cap_mb": a.bucket_cap_mb, **r}
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(table(rows, a))

@@ -31,9 +31,13 @@ case "${1:-}" in
     ) ;;
   *) echo "setup: unknown argument '$1' (none, or --cli)" >&2; exit 2 ;;
 esac
-if [[ "${SPARSETRAIN_WITH_TORCH:-0}" == 1 ]]; then
-  packages+=(python3-torch)       # the benchmark peer; never a build dependency
-  packages+=(python3-torchvision) # the input-pipeline and ImageNet-model peers
+# PyTorch: the benchmark peer and the DDP hook extension (pytorch/), whose tests need it;
+# never a dependency of the library or the CLI. The full set takes it unless
+# SPARSETRAIN_WITH_TORCH=0; --cli only with SPARSETRAIN_WITH_TORCH=1.
+with_torch=${SPARSETRAIN_WITH_TORCH:-$([[ -z "${1:-}" ]] && echo 1 || echo 0)}
+if [[ "$with_torch" == 1 ]]; then
+  packages+=(python3-torch python3-torchvision) # the peers (training step, loader, DDP)
+  packages+=(libtorch-dev pybind11-dev)         # the sparsetrain_torch extension
 fi
 
 missing=()

@@ -108,6 +108,8 @@ Tensor BatchNorm2d::forward_cpu(const Tensor& x_in) {
                    : x_in.is_plain() ? cpu::to_dtype(x_in, DType::F32)
                                      : x_in;
   x_ = x;
+  in_dtype_ = x_in.dtype();
+  in_layout_ = x_in.layout();
   const int64_t n = x.dim(0), hw = x.dim(2) * x.dim(3);
   const int64_t m = n * hw;
   used_batch_stats_ = training_;
@@ -256,7 +258,7 @@ Tensor BatchNorm2d::backward_cpu(const Tensor& dy_in) {
   }
   gamma_->mark_grad_ready();
   beta_->mark_grad_ready();
-  return dx;
+  return to_layout(cpu::to_dtype(dx, in_dtype_), in_layout_);
 }
 
 }  // namespace st

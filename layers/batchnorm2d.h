@@ -55,6 +55,8 @@ class BatchNorm2d : public Layer {
   Buffer* var_;
   Buffer* tracked_;
   Tensor x_;
+  DType in_dtype_ = DType::F32;  // dx goes back in the type and layout x came in
+  Layout in_layout_ = Layout::Plain;
   Tensor batch_mean_, batch_inv_std_;  // [C], saved for backward
   bool used_batch_stats_ = true;
   StatSync sync_;

@@ -39,6 +39,7 @@ CLI_RUNS = ["none", "topk", "micro", "exdyna", "sidco-e"]
 ALL_RUNS = [f"torch:{r}" for r in TORCH_RUNS] + [f"cli:{r}" for r in CLI_RUNS]
 WARMUP_STEPS = 100  # the peer's linear warm-up; the CLI gets it as a fraction of an epoch
 TRAIN_IMAGES = 60000
+DDP_BUCKET_MB = 25  # DDP's own default bucket_cap_mb
 
 
 def link_prefix(rate):
@@ -182,7 +183,7 @@ def main():
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--density", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--bucket-cap-mb", type=float, default=25,
+    p.add_argument("--bucket-cap-mb", type=float, default=DDP_BUCKET_MB,
                    help="DDP's bucket size for the torch runs (PowerSGD keeps one bucket)")
     p.add_argument("--runs", default=",".join(ALL_RUNS))
     p.add_argument("--out", default="runs/slow_link")
@@ -203,7 +204,7 @@ def main():
     rows = []
     for run in runs:
         stem = os.path.join(a.out, f"{a.model}_{a.rate}_{run.replace(':', '_')}")
-        if run.startswith("torch:") and "powersgd" not in run and a.bucket_cap_mb != 25:
+        if run.startswith("torch:") and "powersgd" not in run and a.bucket_cap_mb != DDP_BUCKET_MB:
             stem += f"_bucket{a.bucket_cap_mb:g}mb"
         r = run_one(a, run, stem)
         if r is None:

@@ -95,8 +95,7 @@ std::optional<TensorSpec> BatchNorm2d::output_spec(const Tensor& x) const {
   // Synchronised statistics run a collective inside forward: the host waits for it.
   if (training_ && sync_) return std::nullopt;
   const TensorSpec in = taken_spec(x);
-  // Plain input is computed (and written) in float32; blocked keeps its type.
-  if (in.layout == Layout::Plain) return TensorSpec{x.shape()};
+  // Computed in float32 and written in the input's type and layout (bfloat16 rounded once).
   return in;
 }
 
@@ -171,7 +170,9 @@ Tensor BatchNorm2d::forward_cpu(const Tensor& x_in) {
     }
   }
   if (train) ++tracked_->value.data<int64_t>()[0];
-  return y;
+  // Plain bfloat16 arrives where oneDNN computes bf16 channels-last (AMX): the next
+  // layer gets bfloat16 as it would from the blocked path.
+  return synced ? y : cpu::to_dtype(y, in_dtype_);
 }
 
 namespace {

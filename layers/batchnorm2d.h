@@ -24,8 +24,9 @@ class BatchNorm2d : public Layer {
   using StatSync = std::function<void(Tensor&)>;
   void set_stat_sync(StatSync sync) { sync_ = std::move(sync); }
   // Reads and writes the 16-channel blocked layout too (core/layout.h), in float32 or
-  // bfloat16 (statistics and sums in float32 and double either way); with synchronised
-  // statistics it works on plain float32 tensors.
+  // bfloat16 (statistics and sums in float32 and double either way); its output and input
+  // gradient keep the input's type and layout. With synchronised statistics it works on
+  // plain float32 tensors.
   bool takes_blocked() const override { return c_ % 16 == 0; }
   bool takes_bf16() const override { return c_ % 16 == 0; }
   std::optional<TensorSpec> output_spec(const Tensor& x) const override;

@@ -20,10 +20,15 @@ them as its fashion-mnist loader does (random crop with padding 2 and flips, 1 c
   /usr/bin/python3 bench/slow_link_compare.py --build build --model resnet18_cifar --steps 50
   ... --rate none            (no namespace: the hook's own overhead against dense DDP)
   ... --bucket-cap-mb 5      (DDP's buckets for the torch runs; PowerSGD keeps one bucket)
+  ... --density 0.04         (the sparsifiers' d; the dense runs ignore it)
 
-Each run's log goes to --out/<model>_<rate>_<run>[_bucket<MB>mb].log, and a finished run is not run again
-(delete its log to redo it). Prints one JSON line per run, then a Markdown table with
-each step time against DDP + PowerSGD rank 2's. Needs root (ip netns, tc) for a rate.
+"KB sent" is what rank 0 put into the exchange's collectives at the last step, before the
+collectives' own traffic: a sparsifier's `sp_bytes` (indices, values and counts), PowerSGD's
+factors and the tensors it leaves dense (from its state's element count).
+
+Each run's log goes to --out/<model>_<rate>_<run>[_bucket<MB>mb][_d<density>].log, and a
+finished run is not run again (delete its log to redo it). Prints one JSON line per run,
+then a Markdown table with each step time against DDP + PowerSGD rank 2's. Needs root (ip netns, tc) for a rate.
 """
 import argparse
 import csv
@@ -40,6 +45,7 @@ ALL_RUNS = [f"torch:{r}" for r in TORCH_RUNS] + [f"cli:{r}" for r in CLI_RUNS]
 WARMUP_STEPS = 100  # the peer's linear warm-up; the CLI gets it as a fraction of an epoch
 TRAIN_IMAGES = 60000
 DDP_BUCKET_MB = 25  # DDP's own default bucket_cap_mb
+DEFAULT_DENSITY = 0.01
 
 
 def link_prefix(rate):
@@ -111,7 +117,8 @@ def torch_result(log):
         return None
     return {"wall_s": summary["wall_s"], "step_ms": summary["step_ms"],
             "step_ms_last10": summary.get("step_ms_last10"),
-            "sp_density": summary.get("sp_density"), "epoch_acc": epochs}
+            "sp_density": summary.get("sp_density"), "sp_bytes": summary.get("sp_bytes"),
+            "epoch_acc": epochs}
 
 
 def cli_result(log, out):
@@ -129,8 +136,9 @@ def cli_result(log, out):
     tail = [float(r["wall_s"]) for r in its[-11:]]
     last10 = round(1e3 * (tail[-1] - tail[0]) / (len(tail) - 1), 2) if len(tail) > 1 else None
     density = float(its[-1]["sp_density"]) if its and its[-1].get("sp_density") else None
+    sent = int(float(its[-1]["sp_bytes"])) if its and its[-1].get("sp_bytes") else None
     return {"wall_s": last["seconds"], "step_ms": last["step_ms"], "step_ms_last10": last10,
-            "sp_density": density, "epoch_acc": accs}
+            "sp_density": density, "sp_bytes": sent, "epoch_acc": accs}
 
 
 def run_one(a, run, stem):
@@ -155,15 +163,16 @@ def run_one(a, run, stem):
 def table(rows, a):
     base = next((r["step_ms"] for r in rows if r["run"] == "torch:powersgd2"), None)
     head = ("| run | wall time (s) | mean step (ms) | step / PowerSGD r2 | last 10 steps (ms) |"
-            " density, last step |")
+            " density, last step | KB sent, last step |")
     accs = max(len(r["epoch_acc"]) for r in rows) if not a.steps else 0
     head += "".join(f" test acc. epoch {i + 1} (%) |" for i in range(accs))
-    lines = [head, "|" + "---|" * (6 + accs)]
+    lines = [head, "|" + "---|" * (7 + accs)]
     for r in rows:
         ratio = f"{r['step_ms'] / base:.2f}" if base else "-"
-        last10, density = r.get("step_ms_last10"), r.get("sp_density")
+        last10, density, sent = r.get("step_ms_last10"), r.get("sp_density"), r.get("sp_bytes")
         cells = [r["run"], f"{r['wall_s']:.0f}", f"{r['step_ms']:.0f}", ratio,
-                 f"{last10:.0f}" if last10 else "-", f"{density:.4f}" if density else "-"]
+                 f"{last10:.0f}" if last10 else "-", f"{density:.4f}" if density else "-",
+                 f"{sent / 1e3:.1f}" if sent else "-"]
         cells += [f"{v:.2f}" for v in r["epoch_acc"][:accs]]
         cells += ["-"] * (accs - len(r["epoch_acc"][:accs]))
         lines.append("| " + " | ".join(cells) + " |")
@@ -181,13 +190,15 @@ def main():
                    "(step time only; the test accuracy is then on 500 images)")
     p.add_argument("--batch", type=int, default=32, help="images per rank and step")
     p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--density", type=float, default=0.01)
+    p.add_argument("--density", type=float, default=DEFAULT_DENSITY)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bucket-cap-mb", type=float, default=DDP_BUCKET_MB,
                    help="DDP's bucket size for the torch runs (PowerSGD keeps one bucket)")
     p.add_argument("--runs", default=",".join(ALL_RUNS))
     p.add_argument("--out", default="runs/slow_link")
     a = p.parse_args()
+    if not 0 < a.density <= 1:
+        sys.exit(f"slow_link_compare: --density {a.density} must be in (0, 1]")
     if a.bucket_cap_mb <= 0:
         sys.exit(f"slow_link_compare: --bucket-cap-mb {a.bucket_cap_mb} must be positive")
     runs = [r for r in a.runs.split(",") if r]
@@ -206,6 +217,8 @@ def main():
         stem = os.path.join(a.out, f"{a.model}_{a.rate}_{run.replace(':', '_')}")
         if run.startswith("torch:") and "powersgd" not in run and a.bucket_cap_mb != DDP_BUCKET_MB:
             stem += f"_bucket{a.bucket_cap_mb:g}mb"
+        if split_run(run)[1] not in DENSE_RUNS and a.density != DEFAULT_DENSITY:
+            stem += f"_d{a.density:g}"
         r = run_one(a, run, stem)
         if r is None:
             sys.exit(f"slow_link_compare: {run} printed no result; see {stem}.log")

@@ -74,6 +74,7 @@ def register_hook(ddp, a):
                                    matrix_approximation_rank=int(a.hook[-1]),
                                    start_powerSGD_iter=2)
         ddp.register_comm_hook(state, psgd.powerSGD_hook)
+        return state
     elif a.hook == "stt":
         import sparsetrain_torch as stt
         sp = dict(kv.split("=", 1) for kv in a.sp)
@@ -122,6 +123,7 @@ def train(rank, world, a):
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=a.wd)
     steps_per_epoch = len(xtr) // (a.batch * world)
     start, step, times = time.perf_counter(), 0, []
+    sent_before_last = 0  # PowerSGD's count of floats sent, before the last step
     for epoch in range(a.epochs):
         t0, losses = time.perf_counter(), []
         order = torch.randperm(len(xtr), generator=torch.Generator().manual_seed(a.seed + epoch))
@@ -132,6 +134,8 @@ def train(rank, world, a):
             for g in opt.param_groups:
                 g["lr"] = learning_rate(a, step, steps_per_epoch * a.epochs)
             idx = mine[i * a.batch:(i + 1) * a.batch]
+            if a.hook.startswith("powersgd"):
+                sent_before_last = hook_state.compression_stats()[2]
             s0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             loss = F.cross_entropy(ddp(xtr[idx]), ytr[idx])
@@ -155,8 +159,14 @@ def train(rank, world, a):
         # An adaptive threshold (MiCRO, ExDyna) settles over the run: the last steps show
         # where it went, with the density of the last step.
         tail = {"step_ms_last10": round(1e3 * float(np.mean(times[-10:])), 2)}
-        if hook_state is not None:
-            tail["sp_density"] = round(float(hook_state.stats().get("sp_density", 0.0)), 5)
+        if a.hook.startswith("powersgd"):
+            # Its state counts the elements it allreduces (factors and the tensors it
+            # leaves dense), summed over the steps since compression started.
+            tail["sp_bytes"] = 4 * int(hook_state.compression_stats()[2] - sent_before_last)
+        elif hook_state is not None:
+            stats = hook_state.stats()
+            tail["sp_density"] = round(float(stats.get("sp_density", 0.0)), 5)
+            tail["sp_bytes"] = int(stats.get("sp_bytes", 0))
         print(json.dumps({"summary": True, "arch": a.arch, "hook": a.hook,
                           "method": a.method if a.hook == "stt" else None,
                           "density": a.density if a.hook == "stt" else None, "world": world,

@@ -28,7 +28,8 @@ factors and the tensors it leaves dense (from its state's element count).
 
 Each run's log goes to --out/<model>_<rate>_<run>[_bucket<MB>mb][_d<density>].log, and a
 finished run is not run again (delete its log to redo it). Prints one JSON line per run,
-then a Markdown table with each step time against DDP + PowerSGD rank 2's. Needs root (ip netns, tc) for a rate.
+then a Markdown table with each step time against DDP + PowerSGD rank 2's. Needs root
+(ip netns, tc) for a rate.
 """
 import argparse
 import csv

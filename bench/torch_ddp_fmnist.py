@@ -113,7 +113,8 @@ def train(rank, world, a):
     xte, yte = load(a.data, "test", a.test_subset)
     model = build_model(a.arch)
     bucket_mb = a.bucket_cap_mb
-    if a.hook.startswith("powersgd"):
+    powersgd = a.hook.startswith("powersgd")
+    if powersgd:
         # One bucket: DDP also makes a first bucket of its own size (1 MB by default; the
         # setting its source names for tuning it), so both limits go up.
         bucket_mb = 4096
@@ -134,7 +135,7 @@ def train(rank, world, a):
             for g in opt.param_groups:
                 g["lr"] = learning_rate(a, step, steps_per_epoch * a.epochs)
             idx = mine[i * a.batch:(i + 1) * a.batch]
-            if a.hook.startswith("powersgd"):
+            if powersgd:
                 sent_before_last = hook_state.compression_stats()[2]
             s0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
@@ -159,7 +160,7 @@ def train(rank, world, a):
         # An adaptive threshold (MiCRO, ExDyna) settles over the run: the last steps show
         # where it went, with the density of the last step.
         tail = {"step_ms_last10": round(1e3 * float(np.mean(times[-10:])), 2)}
-        if a.hook.startswith("powersgd"):
+        if powersgd:
             # Its state counts the elements it allreduces (factors and the tensors it
             # leaves dense), summed over the steps since compression started.
             tail["sp_bytes"] = 4 * int(hook_state.compression_stats()[2] - sent_before_last)

@@ -21,12 +21,14 @@ them as its fashion-mnist loader does (random crop with padding 2 and flips, 1 c
   ... --rate none            (no namespace: the hook's own overhead against dense DDP)
   ... --bucket-cap-mb 5      (DDP's buckets for the torch runs; PowerSGD keeps one bucket)
   ... --density 0.04         (the sparsifiers' d; the dense runs ignore it)
+  ... --schedule cosine      (the rate decays to zero by the last epoch on both sides)
 
 "KB sent" is what rank 0 put into the exchange's collectives at the last step, before the
 collectives' own traffic: a sparsifier's `sp_bytes` (indices, values and counts), PowerSGD's
 factors and the tensors it leaves dense (from its state's element count).
 
-Each run's log goes to --out/<model>_<rate>_<run>[_bucket<MB>mb][_d<density>].log, and a
+Each run's log goes to
+--out/<model>_<rate>_<run>[_bucket<MB>mb][_d<density>][_cosine][_seed<S>].log, and a
 finished run is not run again (delete its log to redo it). Prints one JSON line per run,
 then a Markdown table with each step time against DDP + PowerSGD rank 2's. Needs root
 (ip netns, tc) for a rate.
@@ -71,8 +73,8 @@ def torch_command(a, method, sp):
            f"PYTHONPATH={os.path.join(os.path.abspath(a.build), 'pytorch', 'python')}",
            sys.executable, os.path.join(HERE, "torch_ddp_fmnist.py"), "--world", str(a.world),
            "--arch", a.model, "--hook", hook, "--batch", str(a.batch), "--lr", str(a.lr),
-           "--warmup-steps", str(WARMUP_STEPS), "--seed", str(a.seed), "--threads", "1",
-           "--bucket-cap-mb", str(a.bucket_cap_mb)]
+           "--warmup-steps", str(WARMUP_STEPS), "--schedule", a.schedule, "--seed", str(a.seed),
+           "--threads", "1", "--bucket-cap-mb", str(a.bucket_cap_mb)]
     if hook == "stt":
         cmd += ["--method", method, "--density", str(a.density)]
         if sp:
@@ -91,7 +93,7 @@ def cli_command(a, method, sp, out):
            "--mca", "oob_tcp_if_include", "lo",
            os.path.join(a.build, "apps", "sparsetrain"), "train", "--arch", a.model,
            "--dataset", "fashion-mnist", "-b", str(a.batch), "--lr", str(a.lr),
-           "--momentum", "0.9", "--wd", "5e-4", "--schedule", "constant",
+           "--momentum", "0.9", "--wd", "5e-4", "--schedule", a.schedule,
            "--warmup-epochs", f"{WARMUP_STEPS / steps_per_epoch:.6f}", "--seed", str(a.seed),
            "--sparsifier", method, "--density", str(a.density), "--threads", "1",
            "--out", out, "--overwrite", "-q"]
@@ -192,6 +194,8 @@ def main():
     p.add_argument("--batch", type=int, default=32, help="images per rank and step")
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--density", type=float, default=DEFAULT_DENSITY)
+    p.add_argument("--schedule", default="constant", choices=["constant", "cosine"],
+                   help="after the warm-up: hold --lr, or decay it to zero by the last epoch")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bucket-cap-mb", type=float, default=DDP_BUCKET_MB,
                    help="DDP's bucket size for the torch runs (PowerSGD keeps one bucket)")
@@ -220,6 +224,10 @@ def main():
             stem += f"_bucket{a.bucket_cap_mb:g}mb"
         if split_run(run)[1] not in DENSE_RUNS and a.density != DEFAULT_DENSITY:
             stem += f"_d{a.density:g}"
+        if a.schedule != "constant":
+            stem += f"_{a.schedule}"
+        if a.seed != 0:
+            stem += f"_seed{a.seed}"
         r = run_one(a, run, stem)
         if r is None:
             sys.exit(f"slow_link_compare: {run} printed no result; see {stem}.log")

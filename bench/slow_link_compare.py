@@ -9,12 +9,15 @@ Runs (--runs, comma-separated; all by default):
   cli:none  cli:topk  cli:micro  cli:exdyna  cli:sidco-e          the sparsetrain CLI (Open MPI
                                                                   over TCP on the same link)
 A sparsifier's run may carry --sp settings after a '+': torch:micro+up=1.1 (MiCRO whose
-threshold climbs 10% a step above the density band instead of the paper's 0.5%).
+threshold climbs 10% a step above the density band instead of the paper's 0.5%). On
+request also torch:dgc and cli:dgc; torch:dgc+momentum=0.9 is DGC with its momentum
+correction, for which the optimiser's momentum is 0 (the rank keeps the momentum).
 Both sides train the same network (torch: bench/torch_train_step.py's CIFAR ResNets and
-twins) with SGD momentum 0.9, weight decay 5e-4, --lr for the global batch after a linear
-warm-up of 100 steps, --batch images per rank, d = --density for the sparsifiers. The
-peer pads the 28x28 images to 32x32 over 3 channels without augmentation; the CLI reads
-them as its fashion-mnist loader does (random crop with padding 2 and flips, 1 channel).
+twins) with SGD momentum 0.9 (but see DGC above), weight decay 5e-4, --lr for the global
+batch after a linear warm-up of 100 steps (then --schedule), --batch images per rank,
+d = --density for the sparsifiers. The peer pads the 28x28 images to 32x32 over 3
+channels without augmentation; the CLI reads them as its fashion-mnist loader does
+(random crop with padding 2 and flips, 1 channel).
 
   /usr/bin/python3 bench/slow_link_compare.py --build build --model resnet20 --epochs 3
   /usr/bin/python3 bench/slow_link_compare.py --build build --model resnet18_cifar --steps 50
@@ -45,6 +48,7 @@ ROOT = os.path.dirname(HERE)
 TORCH_RUNS = ["dense", "fp16", "powersgd1", "powersgd2", "topk", "micro", "exdyna", "sidco-e"]
 CLI_RUNS = ["none", "topk", "micro", "exdyna", "sidco-e"]
 ALL_RUNS = [f"torch:{r}" for r in TORCH_RUNS] + [f"cli:{r}" for r in CLI_RUNS]
+EXTRA_RUNS = ["torch:dgc", "cli:dgc"]  # on request only (--runs)
 WARMUP_STEPS = 100  # the peer's linear warm-up; the CLI gets it as a fraction of an epoch
 TRAIN_IMAGES = 60000
 DDP_BUCKET_MB = 25  # DDP's own default bucket_cap_mb
@@ -67,6 +71,13 @@ def split_run(run):
     return side, method, sp
 
 
+def optimizer_momentum(sp):
+    """0.9, or 0 where DGC's momentum correction (--sp momentum=m > 0) keeps the momentum
+    on each rank: the optimiser then applies the exchanged update as it is (DGC Sec. 3.2)."""
+    m = dict(kv.split("=", 1) for kv in sp).get("momentum")
+    return "0" if m is not None and float(m) > 0 else "0.9"
+
+
 def torch_command(a, method, sp):
     hook = method if method in DENSE_RUNS else "stt"
     cmd = ["env", "GLOO_SOCKET_IFNAME=lo",
@@ -74,6 +85,7 @@ def torch_command(a, method, sp):
            sys.executable, os.path.join(HERE, "torch_ddp_fmnist.py"), "--world", str(a.world),
            "--arch", a.model, "--hook", hook, "--batch", str(a.batch), "--lr", str(a.lr),
            "--warmup-steps", str(WARMUP_STEPS), "--schedule", a.schedule, "--seed", str(a.seed),
+           "--momentum", optimizer_momentum(sp),
            "--threads", "1", "--bucket-cap-mb", str(a.bucket_cap_mb)]
     if hook == "stt":
         cmd += ["--method", method, "--density", str(a.density)]
@@ -93,7 +105,7 @@ def cli_command(a, method, sp, out):
            "--mca", "oob_tcp_if_include", "lo",
            os.path.join(a.build, "apps", "sparsetrain"), "train", "--arch", a.model,
            "--dataset", "fashion-mnist", "-b", str(a.batch), "--lr", str(a.lr),
-           "--momentum", "0.9", "--wd", "5e-4", "--schedule", a.schedule,
+           "--momentum", optimizer_momentum(sp), "--wd", "5e-4", "--schedule", a.schedule,
            "--warmup-epochs", f"{WARMUP_STEPS / steps_per_epoch:.6f}", "--seed", str(a.seed),
            "--sparsifier", method, "--density", str(a.density), "--threads", "1",
            "--out", out, "--overwrite", "-q"]
@@ -209,8 +221,9 @@ def main():
     runs = [r for r in a.runs.split(",") if r]
     for r in runs:
         side, method, sp = split_run(r) if r.count(":") == 1 else ("", "", [])
-        if f"{side}:{method}" not in ALL_RUNS:
-            sys.exit(f"slow_link_compare: unknown run '{r}' in --runs; valid: {', '.join(ALL_RUNS)}"
+        if f"{side}:{method}" not in ALL_RUNS + EXTRA_RUNS:
+            sys.exit(f"slow_link_compare: unknown run '{r}' in --runs; valid: "
+                     f"{', '.join(ALL_RUNS + EXTRA_RUNS)}"
                      " (a sparsifier's run may end in +KEY=VALUE)")
         if sp and (method in DENSE_RUNS or not all("=" in kv for kv in sp)):
             sys.exit(f"slow_link_compare: run '{r}': only a sparsifier's run takes +KEY=VALUE")

@@ -121,7 +121,7 @@ def train(rank, world, a):
         dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_mb * 1024 * 1024
     ddp = DDP(model, bucket_cap_mb=bucket_mb)
     hook_state = register_hook(ddp, a)
-    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=a.wd)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.wd)
     steps_per_epoch = len(xtr) // (a.batch * world)
     start, step, times = time.perf_counter(), 0, []
     sent_before_last = 0  # PowerSGD's count of floats sent, before the last step
@@ -199,6 +199,8 @@ def main():
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: none)")
     p.add_argument("--batch", type=int, default=32, help="images per rank and step")
     p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.9,
+                   help="the optimiser's (0 where the hook keeps the momentum: dgc --sp momentum)")
     p.add_argument("--wd", type=float, default=5e-4)
     p.add_argument("--warmup-steps", type=int, default=100)
     p.add_argument("--schedule", default="constant", choices=["constant", "cosine"],
